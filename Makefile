@@ -1,0 +1,53 @@
+# The two commands a fresh machine needs:
+#   make run    the API on http://127.0.0.1:$(PORT)/v1 (cargo lambda watch) on DynamoDB Local
+#   make test   every test, against a DynamoDB Local started (and stopped) for the run
+# Everything they need is installed on first use under .local/ (git-ignored).
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PORT ?= 9000
+DYNAMODB_PORT ?= 8000
+ACCOUNT ?= dev
+LOCAL := .local
+CARGO_LAMBDA := $(LOCAL)/venv/bin/cargo-lambda
+ADMIN := cargo run --quiet --package agent-hosting-admin --
+
+# Table names and endpoint of the local store (make run, make api-key).
+export AGENTS_TABLE ?= agents
+export ACCOUNTS_TABLE ?= accounts
+export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
+
+.PHONY: help tools run test api-key lint fmt clean
+
+help:
+	@echo "make run      start the API on http://127.0.0.1:$(PORT)/v1 with DynamoDB Local, print a dev API key"
+	@echo "make test     run every test (starts its own DynamoDB Local)"
+	@echo "make api-key ACCOUNT=<name>   create the account if needed, print a new key (last line)"
+	@echo "make lint     rustfmt and clippy"
+
+tools:
+	@scripts/local.sh tools
+
+run: tools
+	@scripts/run-local.sh "$(PORT)" "$(DYNAMODB_PORT)"
+
+test:
+	@scripts/local.sh dynamodb-tools
+	@scripts/test.sh
+
+# Against the store `make run` uses (or any DYNAMODB_ENDPOINT / AWS tables given by name).
+api-key:
+	@$(ADMIN) issue-key "$(ACCOUNT)" --create-account
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	cargo fmt --all
+
+clean:
+	cargo clean
+	rm -rf $(LOCAL)

@@ -1,0 +1,158 @@
+//! agent-hosting-admin: the operator's command. Creates the tables on a local endpoint (from the
+//! same definitions template.yaml is checked against), creates accounts, and issues, lists and
+//! revokes API keys on any endpoint: DynamoDB Local or AWS (with the usual AWS credentials).
+//!
+//! Informational lines go to stderr; stdout carries only the result (for an issued key: the key
+//! alone, on the last line), so scripts can capture it.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use shared::auth::ApiKey;
+use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, DYNAMODB_ENDPOINT};
+use shared::store::dynamodb::{AdminError, DynamoStore};
+use shared::store::tables;
+
+#[derive(Parser)]
+#[command(name = "agent-hosting-admin", version, about)]
+struct Cli {
+    /// DynamoDB endpoint (DynamoDB Local); AWS's own endpoint when absent.
+    #[arg(long, env = DYNAMODB_ENDPOINT, global = true)]
+    endpoint: Option<String>,
+    /// Name of the agents table (on AWS: the stack's AgentsTableName output).
+    #[arg(long, env = AGENTS_TABLE, default_value = "agents", global = true)]
+    agents_table: String,
+    /// Name of the accounts table (on AWS: the stack's AccountsTableName output).
+    #[arg(long, env = ACCOUNTS_TABLE, default_value = "accounts", global = true)]
+    accounts_table: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create the tables on a local endpoint (on AWS, template.yaml creates them).
+    CreateTables,
+    /// Create an account with a new unique namespace (or show the existing one).
+    CreateAccount { account: String },
+    /// Issue a new API key for an account and print it (shown once; only its hash is stored).
+    IssueKey {
+        account: String,
+        /// Create the account first when it does not exist.
+        #[arg(long)]
+        create_account: bool,
+    },
+    /// List an account's keys (ids and dates, never the keys).
+    ListKeys { account: String },
+    /// Revoke a key by account and key id, or by the key itself (--key).
+    RevokeKey {
+        #[arg(required_unless_present = "key")]
+        account: Option<String>,
+        #[arg(required_unless_present = "key")]
+        key_id: Option<String>,
+        /// The key itself, e.g. one found leaked.
+        #[arg(long, conflicts_with_all = ["account", "key_id"])]
+        key: Option<String>,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                eprintln!("  caused by: {cause}");
+                source = cause.source();
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), AdminError> {
+    let client = shared::aws::dynamodb_client(cli.endpoint.as_deref()).await;
+    let store = DynamoStore::new(client.clone(), &cli.agents_table, &cli.accounts_table);
+    match cli.command {
+        Command::CreateTables => {
+            if cli.endpoint.is_none() {
+                return Err(AdminError::Invalid(
+                    "create-tables is for a local endpoint (--endpoint or DYNAMODB_ENDPOINT); \
+                     on AWS, deploy template.yaml"
+                        .into(),
+                ));
+            }
+            for (spec, name) in [
+                (&tables::AGENTS, &cli.agents_table),
+                (&tables::ACCOUNTS, &cli.accounts_table),
+            ] {
+                let created = tables::create_table(&client, spec, name).await?;
+                eprintln!(
+                    "table {name}: {}",
+                    if created { "created" } else { "exists" }
+                );
+            }
+        }
+        Command::CreateAccount { account } => {
+            let account = store.ensure_account(&account).await?;
+            eprintln!(
+                "account {} namespace {}",
+                account.account_id, account.namespace
+            );
+            println!("{}", account.namespace);
+        }
+        Command::IssueKey {
+            account,
+            create_account,
+        } => {
+            if create_account {
+                let account = store.ensure_account(&account).await?;
+                eprintln!(
+                    "account {} namespace {}",
+                    account.account_id, account.namespace
+                );
+            }
+            let (key, record) = store.issue_key(&account).await?;
+            eprintln!(
+                "issued key {} for account {} (namespace {}); it is shown once, store it now",
+                record.key_id, record.account_id, record.namespace
+            );
+            println!("{}", key.expose());
+        }
+        Command::ListKeys { account } => {
+            for key in store.list_keys(&account).await? {
+                println!(
+                    "{}\tcreated {}\t{}",
+                    key.key_id,
+                    key.created_at,
+                    key.revoked_at
+                        .map_or("active".to_owned(), |at| format!("revoked {at}"))
+                );
+            }
+        }
+        Command::RevokeKey {
+            account,
+            key_id,
+            key,
+        } => {
+            match (key, account, key_id) {
+                (Some(key), _, _) => {
+                    let key = ApiKey::parse(key.trim())
+                        .map_err(|error| AdminError::Invalid(error.to_string()))?;
+                    store.revoke_key_text(&key).await?;
+                }
+                (None, Some(account), Some(key_id)) => store.revoke_key(&account, &key_id).await?,
+                _ => {
+                    return Err(AdminError::Invalid(
+                        "give ACCOUNT KEY_ID or --key KEY".into(),
+                    ));
+                }
+            }
+            eprintln!("revoked; the gateway's authorizer cache forgets it within 60 seconds");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! POST /v1/agents: validates the request, builds the manifest, writes the agent and its first
+//! deployment in one transaction, and answers 201 with the agent (contract section 3).
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, Response};
+use shared::ApiError;
+use shared::agent::{Agent, AgentSpec};
+use shared::auth;
+use shared::store::{AgentStore, CreateOutcome, KeyStore};
+use shared::timestamp::now_rfc3339_millis;
+
+/// Handles one request; every outcome, including failures, is a response.
+pub async fn handle<A: AgentStore, K: KeyStore>(
+    agents: &A,
+    keys: &K,
+    request: Request,
+) -> Response<Body> {
+    shared::http::respond(create_agent(agents, keys, &request).await)
+}
+
+#[tracing::instrument(skip_all, fields(namespace, agent))]
+async fn create_agent<A: AgentStore, K: KeyStore>(
+    agents: &A,
+    keys: &K,
+    request: &Request,
+) -> Result<(StatusCode, Agent), ApiError> {
+    // Who is asking comes first: an unauthenticated caller learns nothing about the body rules.
+    let caller = auth::caller(request, keys).await?;
+    let span = tracing::Span::current();
+    span.record("namespace", caller.namespace.as_str());
+
+    let spec = AgentSpec::from_json(shared::http::request_json(request)?)?;
+    span.record("agent", spec.service_name.as_str());
+
+    let agent = Agent::new(&spec, &caller.namespace, &now_rfc3339_millis());
+    match agents.create_agent(&caller, &agent).await? {
+        CreateOutcome::Created => {
+            tracing::info!(deployment_id = %agent.active_deployment_id, "agent created");
+            Ok((StatusCode::CREATED, agent))
+        }
+        CreateOutcome::NameTaken => Err(ApiError::Conflict(format!(
+            "An agent named '{}' already exists in this account",
+            agent.name
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Fast checks of the handler on the in-memory store, fed with the events/ fixtures.
+    //! tests/ runs the same handler against DynamoDB Local.
+
+    use super::*;
+    use lambda_http::http::HeaderValue;
+    use serde_json::{Value, json};
+    use shared::auth::Principal;
+    use shared::store::memory::MemoryStore;
+
+    fn event(name: &str) -> Request {
+        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The principal the fixtures' authorizer context names.
+    fn fixture_caller() -> Principal {
+        Principal {
+            account_id: "acme".into(),
+            namespace: "tiny-ferret-maroon-123".into(),
+        }
+    }
+
+    async fn call(store: &MemoryStore, request: Request) -> (StatusCode, Value) {
+        let response = handle(store, store, request).await;
+        let status = response.status();
+        assert_eq!(response.headers()["content-type"], "application/json");
+        (
+            status,
+            serde_json::from_slice(response.body().as_ref()).unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn valid_event_creates_the_agent() {
+        let store = MemoryStore::default();
+        let (status, body) = call(&store, event("create-agent.json")).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert_eq!(body["name"], "my-agent");
+        assert_eq!(
+            body["deployment"]["manifest"]["metadata"]["namespace"],
+            "tiny-ferret-maroon-123"
+        );
+        assert!(store.agent("tiny-ferret-maroon-123", "my-agent").is_some());
+    }
+
+    #[tokio::test]
+    async fn full_event_resolves_every_member() {
+        let store = MemoryStore::default();
+        let (status, body) = call(&store, event("create-agent-full.json")).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert_eq!(body["agentProfile"], "agent-2x");
+        assert_eq!(body["noiseViva"], json!({"audioFilter": "pro"}));
+        assert_eq!(
+            body["autoScaling"],
+            json!({"minReplicas": 1, "maxReplicas": 5})
+        );
+        let spec = &body["deployment"]["manifest"]["spec"];
+        assert_eq!(spec["resources"], json!({"cpu": "1", "memory": "2Gi"}));
+        assert_eq!(spec["envFromSecretNames"], json!(["voice-bot-secrets"]));
+        assert_eq!(spec["imagePullSecretNames"], json!(["ghcr-pull"]));
+        assert_eq!(spec["integratedKeysProxy"], json!({"enabled": true}));
+    }
+
+    #[tokio::test]
+    async fn invalid_event_is_400_naming_the_field_and_writes_nothing() {
+        let store = MemoryStore::default();
+        let (status, body) = call(&store, event("create-agent-invalid.json")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["code"], "GENERIC_BAD_REQUEST");
+        assert_eq!(body["field"], "serviceName");
+        assert_eq!(store.agent_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn unknown_member_event_is_400_naming_it() {
+        let store = MemoryStore::default();
+        let (status, body) = call(&store, event("create-agent-unknown-member.json")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["field"], "enableNoize");
+        assert_eq!(store.agent_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn no_key_event_is_401_with_the_challenge() {
+        let store = MemoryStore::default();
+        let response = handle(&store, &store, event("create-agent-no-key.json")).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(response.headers()["www-authenticate"], "Bearer");
+        let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        assert_eq!(
+            body,
+            json!({"error": "Unauthorized", "code": "UNAUTHORIZED"})
+        );
+        assert_eq!(store.agent_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn form_content_type_is_415_saying_what_to_send() {
+        let store = MemoryStore::default();
+        let (status, body) = call(&store, event("create-agent-form-content-type.json")).await;
+        assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(body["code"], "UNSUPPORTED_MEDIA_TYPE");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("Content-Type: application/json")
+        );
+    }
+
+    #[tokio::test]
+    async fn second_create_of_a_name_is_409() {
+        let store = MemoryStore::default();
+        assert_eq!(
+            call(&store, event("create-agent.json")).await.0,
+            StatusCode::CREATED
+        );
+        let (status, body) = call(&store, event("create-agent.json")).await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(body["code"], "CONFLICT");
+    }
+
+    #[tokio::test]
+    async fn without_authorizer_context_the_key_is_checked_here() {
+        let store = MemoryStore::default();
+        let key = store.issue_key(&fixture_caller());
+        let mut request = event("create-agent-no-key.json");
+        request.headers_mut().insert(
+            "authorization",
+            HeaderValue::from_str(&format!("Bearer {}", key.expose())).unwrap(),
+        );
+        let (status, body) = call(&store, request).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+
+        store.revoke(&key);
+        let mut request = event("create-agent-no-key.json");
+        request.headers_mut().insert(
+            "authorization",
+            HeaderValue::from_str(&format!("Bearer {}", key.expose())).unwrap(),
+        );
+        assert_eq!(call(&store, request).await.0, StatusCode::UNAUTHORIZED);
+    }
+}

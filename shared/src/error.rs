@@ -1,0 +1,209 @@
+//! The one error type of the API and its mapping to a status and a body.
+//!
+//! Every handler returns `Result<_, ApiError>`; [`crate::http::error_response`] is the only place
+//! that turns one into a response. Messages are written for the caller: never an SDK message, a
+//! table name or a Debug dump. Internal detail travels in `source` and reaches only our own logs.
+
+use http::StatusCode;
+
+use crate::store::StoreError;
+
+/// Seconds a caller is asked to wait after the store throttled or timed out.
+pub const RETRY_AFTER_SECONDS: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Body not JSON, wrong type, unknown member, rule broken, bad query parameter.
+    #[error("{message}")]
+    BadRequest {
+        message: String,
+        /// JSON path of the offending member, or the query parameter's name.
+        field: Option<String>,
+    },
+    #[error("Unauthorized")]
+    Unauthorized,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("Request body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error(
+        "Unsupported Content-Type; send the body as JSON with 'Content-Type: application/json'"
+    )]
+    UnsupportedMediaType,
+    /// The store throttled or timed out after the SDK's retries.
+    #[error("The service is busy; retry after {RETRY_AFTER_SECONDS} second(s)")]
+    Unavailable(#[source] StoreError),
+    /// A bug or an unexpected failure of a dependency. The caller learns only that it happened.
+    #[error("Internal server error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ApiError {
+    pub fn bad_request(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            message: message.into(),
+            field: Some(field.into()),
+        }
+    }
+
+    /// A 400 about the request as a whole (the body is not JSON, not an object...).
+    pub fn bad_body(message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    pub fn internal(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ApiError::Internal(Box::new(error))
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The contract's error code (contract section 1).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadRequest { .. } => "GENERIC_BAD_REQUEST",
+            ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::NotFound(_) => "NOT_FOUND",
+            ApiError::Conflict(_) => "CONFLICT",
+            ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
+            ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            ApiError::Unavailable(_) => "SERVICE_UNAVAILABLE",
+            ApiError::Internal(_) => "INTERNAL_SERVER_ERROR",
+        }
+    }
+
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ApiError::BadRequest { field, .. } => field.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether the caller is told to come back later (`Retry-After`).
+    pub fn retry_after(&self) -> Option<u32> {
+        matches!(self, ApiError::Unavailable(_)).then_some(RETRY_AFTER_SECONDS)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Throttled(_) | StoreError::Timeout(_) => ApiError::Unavailable(error),
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+/// The JSON body of every error response (contract section 1).
+#[derive(Debug, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct ErrorBody {
+    pub error: String,
+    pub code: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub field: Option<String>,
+}
+
+impl From<&ApiError> for ErrorBody {
+    fn from(error: &ApiError) -> Self {
+        ErrorBody {
+            error: error.to_string(),
+            code: error.code().to_owned(),
+            field: error.field().map(str::to_owned),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sdk_like_error() -> Box<dyn std::error::Error + Send + Sync> {
+        "ProvisionedThroughputExceededException: table agents-prod-AgentsTable-XYZ".into()
+    }
+
+    #[test]
+    fn every_variant_has_its_contract_status_and_code() {
+        let cases: Vec<(ApiError, u16, &str)> = vec![
+            (
+                ApiError::bad_request("serviceName", "bad"),
+                400,
+                "GENERIC_BAD_REQUEST",
+            ),
+            (ApiError::Unauthorized, 401, "UNAUTHORIZED"),
+            (ApiError::NotFound("no".into()), 404, "NOT_FOUND"),
+            (ApiError::Conflict("dup".into()), 409, "CONFLICT"),
+            (
+                ApiError::PayloadTooLarge { limit: 65536 },
+                413,
+                "PAYLOAD_TOO_LARGE",
+            ),
+            (
+                ApiError::UnsupportedMediaType,
+                415,
+                "UNSUPPORTED_MEDIA_TYPE",
+            ),
+            (
+                ApiError::from(StoreError::Throttled(sdk_like_error())),
+                503,
+                "SERVICE_UNAVAILABLE",
+            ),
+            (
+                ApiError::from(StoreError::Timeout(sdk_like_error())),
+                503,
+                "SERVICE_UNAVAILABLE",
+            ),
+            (
+                ApiError::from(StoreError::Unexpected(sdk_like_error())),
+                500,
+                "INTERNAL_SERVER_ERROR",
+            ),
+        ];
+        for (error, status, code) in cases {
+            assert_eq!(error.status().as_u16(), status, "{error:?}");
+            assert_eq!(error.code(), code, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn store_failures_never_leak_their_text_to_the_body() {
+        for error in [
+            ApiError::from(StoreError::Throttled(sdk_like_error())),
+            ApiError::from(StoreError::Unexpected(sdk_like_error())),
+        ] {
+            let body = serde_json::to_string(&ErrorBody::from(&error)).unwrap();
+            assert!(!body.contains("Provisioned"), "{body}");
+            assert!(!body.contains("AgentsTable"), "{body}");
+        }
+    }
+
+    #[test]
+    fn only_validation_errors_carry_a_field_and_only_503_a_retry_after() {
+        assert_eq!(
+            ErrorBody::from(&ApiError::bad_request("autoScaling.maxAgents", "x"))
+                .field
+                .as_deref(),
+            Some("autoScaling.maxAgents")
+        );
+        assert_eq!(ErrorBody::from(&ApiError::Unauthorized).field, None);
+        assert_eq!(ApiError::Unauthorized.retry_after(), None);
+        assert_eq!(
+            ApiError::from(StoreError::Timeout(sdk_like_error())).retry_after(),
+            Some(RETRY_AFTER_SECONDS)
+        );
+    }
+}

@@ -1,0 +1,197 @@
+//! The HTTP edge shared by every endpoint: reading a JSON body safely, and building every
+//! response (success or error) in one place.
+
+use http::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use http::{HeaderMap, StatusCode};
+use lambda_http::{Body, Request, Response};
+use serde::Serialize;
+
+use crate::ApiError;
+use crate::error::ErrorBody;
+
+/// Bodies over this size are refused before they are parsed (contract section 1).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+const APPLICATION_JSON: &str = "application/json";
+
+/// A JSON response with `status`.
+pub fn json_response<T: Serialize>(status: StatusCode, body: &T) -> Response<Body> {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => build(status, bytes),
+        Err(error) => error_response(&ApiError::internal(error)),
+    }
+}
+
+fn build(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(Body::Binary(bytes));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(APPLICATION_JSON));
+    response
+}
+
+/// The response for an error: the contract's status, body and headers. Server-side failures are
+/// logged here with their cause (the caller sees only the code).
+pub fn error_response(error: &ApiError) -> Response<Body> {
+    match error {
+        ApiError::Internal(source) => {
+            tracing::error!(error = %source, cause = ?source.source(), "request failed")
+        }
+        ApiError::Unavailable(source) => {
+            tracing::warn!(error = %source, cause = ?std::error::Error::source(source), "store unavailable")
+        }
+        _ => {}
+    }
+    let bytes = serde_json::to_vec(&ErrorBody::from(error)).unwrap_or_else(|_| {
+        br#"{"error":"Internal server error","code":"INTERNAL_SERVER_ERROR"}"#.to_vec()
+    });
+    let mut response = build(error.status(), bytes);
+    let headers = response.headers_mut();
+    if matches!(error, ApiError::Unauthorized) {
+        headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    if let Some(seconds) = error.retry_after() {
+        headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+/// The response for a handler's result.
+pub fn respond<T: Serialize>(result: Result<(StatusCode, T), ApiError>) -> Response<Body> {
+    match result {
+        Ok((status, body)) => json_response(status, &body),
+        Err(error) => error_response(&error),
+    }
+}
+
+/// Whether a Content-Type names JSON (`application/json`, with or without parameters, or an
+/// `application/*+json` type).
+fn is_json(value: &HeaderValue) -> bool {
+    let Ok(text) = value.to_str() else {
+        return false;
+    };
+    let media_type = text
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    media_type == APPLICATION_JSON
+        || (media_type.starts_with("application/") && media_type.ends_with("+json"))
+}
+
+/// Checks the size and Content-Type of a request body and parses it as JSON. A missing
+/// Content-Type is accepted (contract section 1); any other type is a 415 saying what to send.
+pub fn json_body(headers: &HeaderMap, body: &Body) -> Result<serde_json::Value, ApiError> {
+    let bytes: &[u8] = body.as_ref();
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(ApiError::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        });
+    }
+    let mut content_types = headers.get_all(CONTENT_TYPE).iter();
+    if let Some(value) = content_types.next()
+        && (!is_json(value) || content_types.next().is_some())
+    {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_body(
+            "Request body is required: a JSON object such as {\"serviceName\": \"my-agent\", \"image\": \"ghcr.io/acme/agent:1.0\"}",
+        ));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|error| ApiError::bad_body(format!("Request body is not valid JSON: {error}")))
+}
+
+/// [`json_body`] of a whole request.
+pub fn request_json(request: &Request) -> Result<serde_json::Value, ApiError> {
+    json_body(request.headers(), request.body())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(content_type: Option<&str>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(value) = content_type {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_str(value).unwrap());
+        }
+        headers
+    }
+
+    fn body(text: &str) -> Body {
+        Body::Text(text.to_owned())
+    }
+
+    #[test]
+    fn json_content_types_and_a_missing_one_are_accepted() {
+        for content_type in [
+            None,
+            Some("application/json"),
+            Some("Application/JSON; charset=utf-8"),
+            Some("application/merge-patch+json"),
+        ] {
+            assert!(
+                json_body(&headers(content_type), &body("{}")).is_ok(),
+                "{content_type:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_content_types_are_415_with_a_hint() {
+        for content_type in [
+            "application/x-www-form-urlencoded",
+            "text/plain",
+            "",
+            "json",
+        ] {
+            let error = json_body(&headers(Some(content_type)), &body("{}")).unwrap_err();
+            assert_eq!(
+                error.status(),
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "{content_type}"
+            );
+            assert!(error.to_string().contains("Content-Type: application/json"));
+        }
+    }
+
+    #[test]
+    fn oversized_bodies_are_413_before_parsing() {
+        let big = "x".repeat(MAX_BODY_BYTES + 1);
+        let error = json_body(&headers(Some("application/json")), &body(&big)).unwrap_err();
+        assert_eq!(error.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let just_fits = format!("\"{}\"", "x".repeat(MAX_BODY_BYTES - 2));
+        assert!(json_body(&headers(None), &body(&just_fits)).is_ok());
+    }
+
+    #[test]
+    fn empty_and_broken_bodies_are_400() {
+        for text in ["", "  ", "{", "{\"a\":}", "nul"] {
+            let error = json_body(&headers(None), &body(text)).unwrap_err();
+            assert_eq!(error.status(), StatusCode::BAD_REQUEST, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn error_responses_carry_the_contract_headers() {
+        let unauthorized = error_response(&ApiError::Unauthorized);
+        assert_eq!(unauthorized.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(unauthorized.headers()[WWW_AUTHENTICATE], "Bearer");
+        assert_eq!(unauthorized.headers()[CONTENT_TYPE], "application/json");
+        let body: serde_json::Value = serde_json::from_slice(unauthorized.body().as_ref()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"error": "Unauthorized", "code": "UNAUTHORIZED"})
+        );
+
+        let busy = error_response(&ApiError::from(crate::store::StoreError::Throttled(
+            "x".into(),
+        )));
+        assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(busy.headers()[RETRY_AFTER], "1");
+    }
+}

@@ -1,0 +1,21 @@
+//! Everything the functions share: the domain (agents, manifests, API keys), its validation,
+//! the one error type and its mapping to HTTP, and the DynamoDB adapter behind small traits.
+//!
+//! Layout (hexagonal): `agent`, `manifest`, `validation` and `auth` are the domain and know
+//! nothing of DynamoDB or Lambda; `store` holds the ports (traits) and their adapters (DynamoDB,
+//! in memory); `http` is the only place that turns results into responses.
+
+pub mod agent;
+pub mod auth;
+pub mod aws;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod manifest;
+pub mod namespace;
+pub mod store;
+pub mod telemetry;
+pub mod timestamp;
+pub mod validation;
+
+pub use error::ApiError;

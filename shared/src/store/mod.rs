@@ -1,0 +1,50 @@
+//! Ports: the small traits handlers are generic over, and the store's error type.
+//!
+//! Adapters: [`dynamodb`] (the real one, all item mapping lives there) and [`memory`] (for fast
+//! unit tests; never the only test of storage).
+
+use std::future::Future;
+
+use crate::agent::Agent;
+use crate::auth::{KeyHash, KeyRecord, Principal};
+
+pub mod dynamodb;
+pub mod memory;
+pub mod tables;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How a store call failed. Throttling and time-outs are the caller's 503; the rest a 500.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the store throttled the request after retries")]
+    Throttled(#[source] BoxError),
+    #[error("the store timed out or could not be reached after retries")]
+    Timeout(#[source] BoxError),
+    #[error("unexpected store failure")]
+    Unexpected(#[source] BoxError),
+}
+
+/// The result of writing a new agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateOutcome {
+    Created,
+    /// An agent of that name already exists in the account; nothing was written.
+    NameTaken,
+}
+
+pub trait AgentStore: Send + Sync {
+    /// Writes the agent and its deployment at once, or nothing when the name is taken.
+    fn create_agent(
+        &self,
+        owner: &Principal,
+        agent: &Agent,
+    ) -> impl Future<Output = Result<CreateOutcome, StoreError>> + Send;
+}
+
+pub trait KeyStore: Send + Sync {
+    fn find_key(
+        &self,
+        hash: &KeyHash,
+    ) -> impl Future<Output = Result<Option<KeyRecord>, StoreError>> + Send;
+}

@@ -1,0 +1,287 @@
+//! Input rules shared by every endpoint, and a reader for JSON objects that names the exact
+//! member (`autoScaling.maxAgents`) in every error and rejects members it was not asked for.
+
+use serde_json::{Map, Value};
+
+use crate::ApiError;
+
+/// Longest DNS label (RFC 1035), the contract's bound for names.
+pub const MAX_NAME_LENGTH: usize = 63;
+/// The contract's bound for an image reference.
+pub const MAX_IMAGE_LENGTH: usize = 512;
+
+/// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, 1 to 63 characters: agent names, secret set names,
+/// namespaces and account ids all follow it.
+pub fn is_dns_label(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    (1..=MAX_NAME_LENGTH).contains(&bytes.len())
+        && bytes.first().is_some_and(alnum)
+        && bytes.last().is_some_and(alnum)
+        && bytes.iter().all(|b| alnum(b) || *b == b'-')
+}
+
+pub const DNS_LABEL_RULE: &str = "must be 1 to 63 characters of lowercase letters, digits and \
+     hyphens, starting and ending with a lowercase letter or digit";
+
+/// A container image reference by the OCI distribution grammar (optional registry and port,
+/// lowercase path, optional `:tag`, optional `@sha256:<64 hex>`), at most 512 characters.
+///
+/// The grammar itself is oci-spec's parser; two things are tightened on top of it, because its
+/// regex is Unicode-aware and accepts more digest algorithms than the contract names: tags are
+/// ASCII only and the only digest is a lowercase sha256.
+pub fn check_image_reference(image: &str) -> Result<(), &'static str> {
+    if image.is_empty() {
+        return Err("must not be empty");
+    }
+    if image.len() > MAX_IMAGE_LENGTH {
+        return Err("must be at most 512 characters");
+    }
+    if !image.is_ascii() {
+        return Err("must be ASCII: registry, lowercase path, optional :tag and @sha256:digest");
+    }
+    let reference: oci_spec::distribution::Reference =
+        image.parse().map_err(|error| match error {
+            oci_spec::distribution::ParseError::NameContainsUppercase => {
+                "repository path must be lowercase"
+            }
+            oci_spec::distribution::ParseError::NameTooLong => {
+                "repository path must be at most 255 characters"
+            }
+            oci_spec::distribution::ParseError::DigestInvalidLength
+            | oci_spec::distribution::ParseError::DigestUnsupported
+            | oci_spec::distribution::ParseError::DigestInvalidFormat => {
+                "digest must be sha256: followed by 64 lowercase hex digits"
+            }
+            _ => {
+                "must be a container image reference such as ghcr.io/acme/agent:1.0 or \
+             registry.example.com:5000/team/agent@sha256:<64 hex digits>"
+            }
+        })?;
+    if let Some(digest) = reference.digest() {
+        let hex = digest.strip_prefix("sha256:").unwrap_or_default();
+        let lowercase_hex = |c: char| c.is_ascii_digit() || ('a'..='f').contains(&c);
+        if hex.len() != 64 || !hex.chars().all(lowercase_hex) {
+            return Err("digest must be sha256: followed by 64 lowercase hex digits");
+        }
+    }
+    Ok(())
+}
+
+/// What a JSON member holds, for error messages.
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Reads the members of one JSON object; each `take_*` removes the member, and [`finish`]
+/// rejects whatever is left, so a misspelt member is never silently ignored. `null` reads as
+/// absent (the contract: null means "use the default").
+///
+/// [`finish`]: JsonObject::finish
+#[derive(Debug)]
+pub struct JsonObject {
+    /// Path of this object from the body's root, `""` for the root itself.
+    path: String,
+    members: Map<String, Value>,
+}
+
+impl JsonObject {
+    /// The body's root: anything but an object is a 400 about the whole body.
+    pub fn root(value: Value) -> Result<Self, ApiError> {
+        match value {
+            Value::Object(members) => Ok(JsonObject {
+                path: String::new(),
+                members,
+            }),
+            other => Err(ApiError::bad_body(format!(
+                "Request body must be a JSON object, not {}",
+                kind_of(&other)
+            ))),
+        }
+    }
+
+    /// The JSON path of a member of this object.
+    pub fn path_of(&self, name: &str) -> String {
+        if self.path.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{}.{}", self.path, name)
+        }
+    }
+
+    fn take(&mut self, name: &str) -> Option<Value> {
+        self.members.remove(name).filter(|value| !value.is_null())
+    }
+
+    fn wrong_type(&self, name: &str, expected: &str, got: &Value) -> ApiError {
+        let field = self.path_of(name);
+        ApiError::bad_request(
+            field.clone(),
+            format!("{field} must be {expected}, not {}", kind_of(got)),
+        )
+    }
+
+    pub fn take_string(&mut self, name: &str) -> Result<Option<String>, ApiError> {
+        match self.take(name) {
+            None => Ok(None),
+            Some(Value::String(value)) => Ok(Some(value)),
+            Some(other) => Err(self.wrong_type(name, "a string", &other)),
+        }
+    }
+
+    pub fn take_bool(&mut self, name: &str) -> Result<Option<bool>, ApiError> {
+        match self.take(name) {
+            None => Ok(None),
+            Some(Value::Bool(value)) => Ok(Some(value)),
+            Some(other) => Err(self.wrong_type(name, "true or false", &other)),
+        }
+    }
+
+    /// An integer within `range`; `1.0`, `"1"` and out-of-range values are rejected.
+    pub fn take_integer(
+        &mut self,
+        name: &str,
+        range: std::ops::RangeInclusive<i64>,
+    ) -> Result<Option<i64>, ApiError> {
+        let expected = format!("an integer from {} to {}", range.start(), range.end());
+        match self.take(name) {
+            None => Ok(None),
+            Some(Value::Number(number)) => match number.as_i64() {
+                Some(value) if range.contains(&value) => Ok(Some(value)),
+                _ => {
+                    let field = self.path_of(name);
+                    Err(ApiError::bad_request(
+                        field.clone(),
+                        format!("{field} must be {expected}, not {number}"),
+                    ))
+                }
+            },
+            Some(other) => Err(self.wrong_type(name, &expected, &other)),
+        }
+    }
+
+    pub fn take_object(&mut self, name: &str) -> Result<Option<JsonObject>, ApiError> {
+        match self.take(name) {
+            None => Ok(None),
+            Some(Value::Object(members)) => Ok(Some(JsonObject {
+                path: self.path_of(name),
+                members,
+            })),
+            Some(other) => Err(self.wrong_type(name, "an object", &other)),
+        }
+    }
+
+    /// Rejects the first member (in name order, so the answer is stable) nobody took.
+    pub fn finish(self) -> Result<(), ApiError> {
+        match self.members.keys().next() {
+            None => Ok(()),
+            Some(unknown) => {
+                let field = self.path_of(unknown);
+                Err(ApiError::bad_request(
+                    field.clone(),
+                    format!("Unknown member {field}"),
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dns_labels_follow_the_contract_pattern() {
+        for good in ["a", "0", "my-agent", "a-b-c", "9lives", &"a".repeat(63)] {
+            assert!(is_dns_label(good), "{good}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "My-agent",
+            "my_agent",
+            "my.agent",
+            "my agent",
+            "agént",
+            &"a".repeat(64),
+        ] {
+            assert!(!is_dns_label(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn image_references_follow_the_oci_grammar() {
+        let digest = "a".repeat(64);
+        for good in [
+            "ghcr.io/acme/agent:1.0".to_owned(),
+            "agent".to_owned(),
+            "acme/agent".to_owned(),
+            "localhost:5000/agent:latest".to_owned(),
+            "registry.example.com:5000/team/sub/agent:v1.2.3-rc_1".to_owned(),
+            format!("ghcr.io/acme/agent@sha256:{digest}"),
+            format!("ghcr.io/acme/agent:1.0@sha256:{digest}"),
+        ] {
+            assert_eq!(check_image_reference(&good), Ok(()), "{good}");
+        }
+        for bad in [
+            "".to_owned(),
+            "ghcr.io/Acme/agent:1.0".to_owned(),
+            "ghcr.io/acme/agent:".to_owned(),
+            "ghcr.io/acme/agent:tag with space".to_owned(),
+            "ghcr.io/acme/agent:tåg".to_owned(),
+            "https://ghcr.io/acme/agent".to_owned(),
+            "ghcr.io//agent".to_owned(),
+            format!("ghcr.io/acme/agent@sha256:{}", "a".repeat(63)),
+            format!("ghcr.io/acme/agent@sha256:{}", "A".repeat(64)),
+            format!("ghcr.io/acme/agent@sha512:{}", "a".repeat(128)),
+            format!("ghcr.io/acme/agent:{}", "t".repeat(129)),
+            format!("ghcr.io/{}", "a".repeat(512)),
+        ] {
+            assert!(check_image_reference(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn reader_names_the_nested_path_of_wrong_types_and_unknown_members() {
+        let mut root =
+            JsonObject::root(json!({"autoScaling": {"maxAgents": "5", "x": 1}})).unwrap();
+        let mut nested = root.take_object("autoScaling").unwrap().unwrap();
+        let error = nested.take_integer("maxAgents", 1..=50).unwrap_err();
+        assert_eq!(error.field(), Some("autoScaling.maxAgents"));
+        let error = nested.finish().unwrap_err();
+        assert_eq!(error.field(), Some("autoScaling.x"));
+        assert!(root.finish().is_ok());
+    }
+
+    #[test]
+    fn reader_treats_null_as_absent_and_rejects_fractions() {
+        let mut root = JsonObject::root(json!({"a": null, "b": 1.0, "c": 7})).unwrap();
+        assert_eq!(root.take_string("a").unwrap(), None);
+        assert_eq!(
+            root.take_integer("b", 0..=50).unwrap_err().field(),
+            Some("b")
+        );
+        assert_eq!(
+            root.take_integer("c", 0..=5).unwrap_err().field(),
+            Some("c")
+        );
+    }
+
+    #[test]
+    fn reader_rejects_a_body_that_is_not_an_object() {
+        for body in [json!([]), json!("x"), json!(1), json!(null)] {
+            let error = JsonObject::root(body).unwrap_err();
+            assert_eq!(error.status().as_u16(), 400);
+            assert_eq!(error.field(), None);
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Harness for the end-to-end tests: each test gets its own freshly created tables on the
+//! DynamoDB Local that `make test` started (its address in `DYNAMODB_ENDPOINT`), and talks to
+//! it through the real handlers and the real adapter.
+
+use lambda_http::Request;
+use shared::auth::{ApiKey, Principal};
+use shared::store::dynamodb::DynamoStore;
+use shared::store::tables;
+
+/// A store on fresh tables, plus the client for direct checks.
+pub struct TestStore {
+    pub store: DynamoStore,
+    pub client: aws_sdk_dynamodb::Client,
+    pub agents_table: String,
+    pub accounts_table: String,
+}
+
+fn endpoint() -> String {
+    std::env::var(shared::config::DYNAMODB_ENDPOINT).unwrap_or_else(|_| {
+        panic!(
+            "DYNAMODB_ENDPOINT is not set: these tests run against DynamoDB Local; \
+             run them with `make test`, which starts it"
+        )
+    })
+}
+
+impl TestStore {
+    pub async fn new() -> Self {
+        let client = shared::aws::dynamodb_client(Some(&endpoint())).await;
+        let suffix = uuid::Uuid::new_v4().simple().to_string();
+        let agents_table = format!("agents-{suffix}");
+        let accounts_table = format!("accounts-{suffix}");
+        for (spec, name) in [
+            (&tables::AGENTS, &agents_table),
+            (&tables::ACCOUNTS, &accounts_table),
+        ] {
+            tables::create_table(&client, spec, name)
+                .await
+                .unwrap_or_else(|e| panic!("creating {name} on DynamoDB Local: {e:?}"));
+        }
+        TestStore {
+            store: DynamoStore::new(client.clone(), &agents_table, &accounts_table),
+            client,
+            agents_table,
+            accounts_table,
+        }
+    }
+
+    /// A new account with a key, as the operator command makes them.
+    pub async fn account_with_key(&self, account_id: &str) -> (Principal, ApiKey) {
+        let account = self.store.ensure_account(account_id).await.unwrap();
+        let (key, _) = self.store.issue_key(account_id).await.unwrap();
+        (
+            Principal {
+                account_id: account.account_id,
+                namespace: account.namespace,
+            },
+            key,
+        )
+    }
+
+    /// Every item of a table (the test tables are small).
+    pub async fn item_count(&self, table: &str) -> usize {
+        let output = self.client.scan().table_name(table).send().await.unwrap();
+        output.count as usize
+    }
+}
+
+/// An event from events/, parsed as the Lambda runtime would.
+pub fn event(name: &str) -> Request {
+    let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A POST /v1/agents as `cargo lambda watch` or a function URL delivers it: no authorizer
+/// context, so the function checks the `Authorization` header itself.
+pub fn direct_create(authorization: Option<&str>, body: &serde_json::Value) -> Request {
+    let mut request = event("create-agent-no-key.json");
+    *request.body_mut() = lambda_http::Body::Text(body.to_string());
+    if let Some(value) = authorization {
+        request
+            .headers_mut()
+            .insert("authorization", http::HeaderValue::from_str(value).unwrap());
+    }
+    request
+}
+
+pub fn bearer(key: &ApiKey) -> String {
+    format!("Bearer {}", key.expose())
+}
+
+/// Status and JSON body of a response.
+pub fn parts(response: lambda_http::Response<lambda_http::Body>) -> (u16, serde_json::Value) {
+    let status = response.status().as_u16();
+    let body = serde_json::from_slice(response.body().as_ref())
+        .unwrap_or_else(|e| panic!("body of {status} is not JSON: {e}"));
+    (status, body)
+}
