@@ -17,6 +17,7 @@ ADMIN := cargo run --quiet --package agent-hosting-admin --
 # Table names and endpoint of the local store (make run, make api-key).
 export AGENTS_TABLE ?= agents
 export ACCOUNTS_TABLE ?= accounts
+export LOGS_TABLE ?= logs
 export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
 
 .PHONY: help tools run test api-key lint fmt clean

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use shared::auth::ApiKey;
-use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, DYNAMODB_ENDPOINT};
+use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, DYNAMODB_ENDPOINT, LOGS_TABLE, TableNames};
 use shared::store::dynamodb::{AdminError, DynamoStore};
 use shared::store::tables;
 
@@ -25,6 +25,9 @@ struct Cli {
     /// Name of the accounts table (on AWS: the stack's AccountsTableName output).
     #[arg(long, env = ACCOUNTS_TABLE, default_value = "accounts", global = true)]
     accounts_table: String,
+    /// Name of the logs table (on AWS: the stack's LogsTableName output).
+    #[arg(long, env = LOGS_TABLE, default_value = "logs", global = true)]
+    logs_table: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -34,13 +37,21 @@ enum Command {
     /// Create the tables on a local endpoint (on AWS, template.yaml creates them).
     CreateTables,
     /// Create an account with a new unique namespace (or show the existing one).
-    CreateAccount { account: String },
+    CreateAccount {
+        account: String,
+        /// Use this namespace instead of a generated one (it must be free).
+        #[arg(long)]
+        namespace: Option<String>,
+    },
     /// Issue a new API key for an account and print it (shown once; only its hash is stored).
     IssueKey {
         account: String,
         /// Create the account first when it does not exist.
         #[arg(long)]
         create_account: bool,
+        /// With --create-account: the namespace of a new account.
+        #[arg(long, requires = "create_account")]
+        namespace: Option<String>,
     },
     /// List an account's keys (ids and dates, never the keys).
     ListKeys { account: String },
@@ -75,7 +86,12 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), AdminError> {
     let client = shared::aws::dynamodb_client(cli.endpoint.as_deref()).await;
-    let store = DynamoStore::new(client.clone(), &cli.agents_table, &cli.accounts_table);
+    let tables = TableNames {
+        agents: cli.agents_table,
+        accounts: cli.accounts_table,
+        logs: cli.logs_table,
+    };
+    let store = DynamoStore::new(client.clone(), tables.clone());
     match cli.command {
         Command::CreateTables => {
             if cli.endpoint.is_none() {
@@ -85,10 +101,8 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                         .into(),
                 ));
             }
-            for (spec, name) in [
-                (&tables::AGENTS, &cli.agents_table),
-                (&tables::ACCOUNTS, &cli.accounts_table),
-            ] {
+            for spec in tables::ALL {
+                let name = tables.by_variable(spec.env_var).unwrap_or_default();
                 let created = tables::create_table(&client, spec, name).await?;
                 eprintln!(
                     "table {name}: {}",
@@ -96,8 +110,10 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                 );
             }
         }
-        Command::CreateAccount { account } => {
-            let account = store.ensure_account(&account).await?;
+        Command::CreateAccount { account, namespace } => {
+            let account = store
+                .ensure_account_in(&account, namespace.as_deref())
+                .await?;
             eprintln!(
                 "account {} namespace {}",
                 account.account_id, account.namespace
@@ -107,9 +123,12 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
         Command::IssueKey {
             account,
             create_account,
+            namespace,
         } => {
             if create_account {
-                let account = store.ensure_account(&account).await?;
+                let account = store
+                    .ensure_account_in(&account, namespace.as_deref())
+                    .await?;
                 eprintln!(
                     "account {} namespace {}",
                     account.account_id, account.namespace

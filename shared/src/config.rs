@@ -7,18 +7,50 @@ use std::env;
 #[error("environment variable {0} must be set")]
 pub struct MissingVariable(pub &'static str);
 
-/// Names of the DynamoDB tables and, for local runs, the endpoint to reach them at.
+/// Table names; a function reads only those it uses, the rest stay empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableNames {
+    pub agents: String,
+    pub accounts: String,
+    pub logs: String,
+}
+
+impl TableNames {
+    /// The name given to the table that `variable` (e.g. `LOGS_TABLE`) names.
+    pub fn by_variable(&self, variable: &str) -> Option<&str> {
+        match variable {
+            AGENTS_TABLE => Some(&self.agents),
+            ACCOUNTS_TABLE => Some(&self.accounts),
+            LOGS_TABLE => Some(&self.logs),
+            _ => None,
+        }
+    }
+}
+
+/// Everything a function is configured with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    pub agents_table: String,
-    pub accounts_table: String,
+    pub tables: TableNames,
     /// `DYNAMODB_ENDPOINT`, set for DynamoDB Local; unset on AWS.
     pub dynamodb_endpoint: Option<String>,
+    /// Days a log line is kept (`LOG_RETENTION_DAYS`, default 30).
+    pub log_retention_days: u32,
 }
 
 pub const AGENTS_TABLE: &str = "AGENTS_TABLE";
 pub const ACCOUNTS_TABLE: &str = "ACCOUNTS_TABLE";
+pub const LOGS_TABLE: &str = "LOGS_TABLE";
 pub const DYNAMODB_ENDPOINT: &str = "DYNAMODB_ENDPOINT";
+pub const LOG_RETENTION_DAYS: &str = "LOG_RETENTION_DAYS";
+pub const DEFAULT_LOG_RETENTION_DAYS: u32 = 30;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(transparent)]
+    Missing(#[from] MissingVariable),
+    #[error("environment variable {0} must be a whole number of days from 1 to 3650")]
+    BadRetention(&'static str),
+}
 
 pub fn required(name: &'static str) -> Result<String, MissingVariable> {
     env::var(name)
@@ -32,11 +64,31 @@ pub fn optional(name: &str) -> Option<String> {
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, MissingVariable> {
+    /// Reads the configuration; each table variable named in `tables` must be set.
+    pub fn from_env(tables: &[&'static str]) -> Result<Self, ConfigError> {
+        let table = |name: &'static str| -> Result<String, MissingVariable> {
+            if tables.contains(&name) {
+                required(name)
+            } else {
+                Ok(optional(name).unwrap_or_default())
+            }
+        };
+        let log_retention_days = match optional(LOG_RETENTION_DAYS) {
+            None => DEFAULT_LOG_RETENTION_DAYS,
+            Some(days) => days
+                .parse()
+                .ok()
+                .filter(|days| (1..=3650).contains(days))
+                .ok_or(ConfigError::BadRetention(LOG_RETENTION_DAYS))?,
+        };
         Ok(Config {
-            agents_table: required(AGENTS_TABLE)?,
-            accounts_table: required(ACCOUNTS_TABLE)?,
+            tables: TableNames {
+                agents: table(AGENTS_TABLE)?,
+                accounts: table(ACCOUNTS_TABLE)?,
+                logs: table(LOGS_TABLE)?,
+            },
             dynamodb_endpoint: optional(DYNAMODB_ENDPOINT),
+            log_retention_days,
         })
     }
 }

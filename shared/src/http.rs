@@ -1,6 +1,7 @@
 //! The HTTP edge shared by every endpoint: reading a JSON body safely, and building every
 //! response (success or error) in one place.
 
+use aws_smithy_types::error::display::DisplayErrorContext;
 use http::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, StatusCode};
 use lambda_http::{Body, Request, Response};
@@ -36,10 +37,10 @@ fn build(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
 pub fn error_response(error: &ApiError) -> Response<Body> {
     match error {
         ApiError::Internal(source) => {
-            tracing::error!(error = %source, cause = ?source.source(), "request failed")
+            tracing::error!(error = %DisplayErrorContext(source.as_ref()), "request failed")
         }
         ApiError::Unavailable(source) => {
-            tracing::warn!(error = %source, cause = ?std::error::Error::source(source), "store unavailable")
+            tracing::warn!(error = %DisplayErrorContext(source), "store unavailable")
         }
         _ => {}
     }

@@ -4,6 +4,7 @@
 
 use lambda_http::Request;
 use shared::auth::{ApiKey, Principal};
+use shared::config::TableNames;
 use shared::store::dynamodb::DynamoStore;
 use shared::store::tables;
 
@@ -13,6 +14,7 @@ pub struct TestStore {
     pub client: aws_sdk_dynamodb::Client,
     pub agents_table: String,
     pub accounts_table: String,
+    pub logs_table: String,
 }
 
 fn endpoint() -> String {
@@ -28,21 +30,23 @@ impl TestStore {
     pub async fn new() -> Self {
         let client = shared::aws::dynamodb_client(Some(&endpoint())).await;
         let suffix = uuid::Uuid::new_v4().simple().to_string();
-        let agents_table = format!("agents-{suffix}");
-        let accounts_table = format!("accounts-{suffix}");
-        for (spec, name) in [
-            (&tables::AGENTS, &agents_table),
-            (&tables::ACCOUNTS, &accounts_table),
-        ] {
+        let tables = TableNames {
+            agents: format!("agents-{suffix}"),
+            accounts: format!("accounts-{suffix}"),
+            logs: format!("logs-{suffix}"),
+        };
+        for spec in tables::ALL {
+            let name = tables.by_variable(spec.env_var).unwrap_or_default();
             tables::create_table(&client, spec, name)
                 .await
                 .unwrap_or_else(|e| panic!("creating {name} on DynamoDB Local: {e:?}"));
         }
         TestStore {
-            store: DynamoStore::new(client.clone(), &agents_table, &accounts_table),
+            store: DynamoStore::new(client.clone(), tables.clone()),
             client,
-            agents_table,
-            accounts_table,
+            agents_table: tables.agents,
+            accounts_table: tables.accounts,
+            logs_table: tables.logs,
         }
     }
 

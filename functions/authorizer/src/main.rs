@@ -1,22 +1,25 @@
 //! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use shared::config::{self, ACCOUNTS_TABLE, DYNAMODB_ENDPOINT};
+use shared::config::{ACCOUNTS_TABLE, Config};
+use shared::store::DisplayErrorContext;
 use shared::store::dynamodb::DynamoStore;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     // The authorizer reads only the accounts table.
-    let accounts_table = config::required(ACCOUNTS_TABLE)?;
-    let client = shared::aws::dynamodb_client(config::optional(DYNAMODB_ENDPOINT).as_deref()).await;
-    let store = DynamoStore::new(client, String::new(), accounts_table);
+    let config = Config::from_env(&[ACCOUNTS_TABLE])?;
+    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref()).await;
+    let store = DynamoStore::new(client, config.tables);
     let store = &store;
     run(service_fn(move |event: LambdaEvent<_>| async move {
-        authorizer::authorize(store, event.payload).await.map_err(|error| {
-            tracing::error!(error = %error, cause = ?std::error::Error::source(&error), "key check failed");
-            Error::from(error)
-        })
+        authorizer::authorize(store, event.payload)
+            .await
+            .map_err(|error| {
+                tracing::error!(error = %DisplayErrorContext(&error), "key check failed");
+                Error::from(error)
+            })
     }))
     .await
 }

@@ -2,17 +2,22 @@
 //! DynamoDB adapter (names unique per namespace, nothing half-written); the integration tests
 //! check the real adapter against DynamoDB Local.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
-use super::{AgentStore, CreateOutcome, KeyStore, StoreError};
+use super::{AgentStore, CreateOutcome, KeyStore, LogStore, StoreError};
 use crate::agent::Agent;
 use crate::auth::{ApiKey, KeyHash, KeyRecord, Principal};
+use crate::logs::{LogFilter, LogLine, Order, Scan, ScanLimits, StoredLine, matches_query};
+
+/// One agent's lines: position → (line, expires at).
+type AgentLog = BTreeMap<String, (LogLine, i64)>;
 
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     agents: Mutex<HashMap<(String, String), Agent>>,
     keys: Mutex<HashMap<KeyHash, KeyRecord>>,
+    logs: Mutex<HashMap<(String, String), AgentLog>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -76,5 +81,103 @@ impl AgentStore for MemoryStore {
 impl KeyStore for MemoryStore {
     async fn find_key(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StoreError> {
         Ok(lock(&self.keys).get(hash).cloned())
+    }
+}
+
+impl LogStore for MemoryStore {
+    async fn agent_exists(&self, namespace: &str, agent: &str) -> Result<bool, StoreError> {
+        Ok(self.agent(namespace, agent).is_some())
+    }
+
+    async fn put_lines(&self, lines: &[LogLine], retention_days: u32) -> Result<(), StoreError> {
+        let mut logs = lock(&self.logs);
+        for line in lines {
+            let expires =
+                (line.timestamp_nanos / 1_000_000_000) as i64 + i64::from(retention_days) * 86_400;
+            logs.entry((line.namespace.clone(), line.agent.clone()))
+                .or_default()
+                .insert(line.position(), (line.clone(), expires));
+        }
+        Ok(())
+    }
+
+    async fn scan(
+        &self,
+        filter: &LogFilter,
+        after: Option<&str>,
+        limits: &ScanLimits,
+    ) -> Result<Scan, StoreError> {
+        let logs = lock(&self.logs);
+        let mut lines: Vec<&(LogLine, i64)> = logs
+            .get(&(filter.namespace.clone(), filter.agent.clone()))
+            .map(|lines| lines.values().collect())
+            .unwrap_or_default();
+        if filter.order == Order::Desc {
+            lines.reverse();
+        }
+        let mut scan = Scan::default();
+        for (line, expires) in lines {
+            let position = line.position();
+            let in_range = position >= filter.from_position && position < filter.to_position;
+            let after_cursor = after.is_none_or(|after| match filter.order {
+                Order::Asc => position.as_str() > after,
+                Order::Desc => position.as_str() < after,
+            });
+            let selected = filter
+                .deployment_id
+                .as_ref()
+                .is_none_or(|d| *d == line.deployment_id)
+                && filter
+                    .session_id
+                    .as_ref()
+                    .is_none_or(|s| Some(s) == line.session_id.as_ref());
+            if !(in_range && after_cursor && selected && *expires > filter.now) {
+                continue;
+            }
+            if scan.items_read == limits.read_budget {
+                return Ok(scan);
+            }
+            scan.items_read += 1;
+            scan.last_read = Some(position.clone());
+            if filter
+                .query
+                .as_deref()
+                .is_some_and(|q| !matches_query(&line.text, q))
+            {
+                continue;
+            }
+            if limits.keep.contains(&scan.matches) {
+                scan.kept.push(StoredLine {
+                    position,
+                    text: line.text.clone(),
+                    deployment_id: line.deployment_id.clone(),
+                    session_id: line.session_id.clone(),
+                });
+            }
+            scan.matches += 1;
+            if scan.matches >= limits.stop_after_matches {
+                return Ok(scan);
+            }
+        }
+        scan.exhausted = true;
+        Ok(scan)
+    }
+
+    async fn count(
+        &self,
+        filter: &LogFilter,
+        cap: usize,
+    ) -> Result<(usize, bool, usize), StoreError> {
+        let limits = ScanLimits {
+            keep: 0..0,
+            stop_after_matches: cap + 1,
+            read_budget: usize::MAX,
+        };
+        let unfiltered = LogFilter {
+            query: None,
+            ..filter.clone()
+        };
+        let scan = self.scan(&unfiltered, None, &limits).await?;
+        Ok((scan.matches, scan.exhausted, scan.items_read))
     }
 }

@@ -7,10 +7,14 @@ use std::future::Future;
 
 use crate::agent::Agent;
 use crate::auth::{KeyHash, KeyRecord, Principal};
+use crate::logs::{LogFilter, LogLine, Scan, ScanLimits};
 
 pub mod dynamodb;
 pub mod memory;
 pub mod tables;
+
+/// Renders an error with its whole chain of causes, for our own logs.
+pub use aws_smithy_types::error::display::DisplayErrorContext;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -47,4 +51,37 @@ pub trait KeyStore: Send + Sync {
         &self,
         hash: &KeyHash,
     ) -> impl Future<Output = Result<Option<KeyRecord>, StoreError>> + Send;
+}
+
+pub trait LogStore: Send + Sync {
+    /// Whether the namespace has an agent of that name.
+    fn agent_exists(
+        &self,
+        namespace: &str,
+        agent: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Stores lines (idempotently: a line's key is its timestamp and event id), each expiring
+    /// `retention_days` after its timestamp.
+    fn put_lines(
+        &self,
+        lines: &[LogLine],
+        retention_days: u32,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// One ordered pass over the lines matching `filter`, after `after` (a position) if given.
+    fn scan(
+        &self,
+        filter: &LogFilter,
+        after: Option<&str>,
+        limits: &ScanLimits,
+    ) -> impl Future<Output = Result<Scan, StoreError>> + Send;
+
+    /// Counts matching lines (no text query) reading at most `cap + 1` items:
+    /// (count, whether the count is complete, items read).
+    fn count(
+        &self,
+        filter: &LogFilter,
+        cap: usize,
+    ) -> impl Future<Output = Result<(usize, bool, usize), StoreError>> + Send;
 }

@@ -3,8 +3,8 @@
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
 
 use super::StoreError;
@@ -19,6 +19,28 @@ pub struct TableSpec {
     pub partition_key: &'static str,
     pub sort_key: &'static str,
     pub ttl_attribute: Option<&'static str>,
+    /// Global secondary indexes (projection ALL), each on string keys.
+    pub indexes: &'static [IndexSpec],
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct IndexSpec {
+    pub name: &'static str,
+    pub partition_key: &'static str,
+    pub sort_key: &'static str,
+}
+
+impl TableSpec {
+    /// Every key attribute of the table and its indexes, once each, sorted.
+    pub fn key_attributes(&self) -> Vec<&'static str> {
+        let mut names = vec![self.partition_key, self.sort_key];
+        for index in self.indexes {
+            names.extend([index.partition_key, index.sort_key]);
+        }
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
 }
 
 /// Agents and their deployments, keyed by the owner's namespace.
@@ -28,6 +50,7 @@ pub const AGENTS: TableSpec = TableSpec {
     partition_key: "pk",
     sort_key: "sk",
     ttl_attribute: None,
+    indexes: &[],
 };
 
 /// Accounts, namespace claims and API key hashes.
@@ -37,9 +60,31 @@ pub const ACCOUNTS: TableSpec = TableSpec {
     partition_key: "pk",
     sort_key: "sk",
     ttl_attribute: None,
+    indexes: &[],
 };
 
-pub const ALL: &[&TableSpec] = &[&AGENTS, &ACCOUNTS];
+/// Log lines, time-keyed per agent, with an index per deployment and per session.
+pub const LOGS: TableSpec = TableSpec {
+    logical_id: "LogsTable",
+    env_var: crate::config::LOGS_TABLE,
+    partition_key: "pk",
+    sort_key: "sk",
+    ttl_attribute: Some("expiresAt"),
+    indexes: &[
+        IndexSpec {
+            name: super::dynamodb::logs::DEPLOYMENT_INDEX,
+            partition_key: "dpk",
+            sort_key: "sk",
+        },
+        IndexSpec {
+            name: super::dynamodb::logs::SESSION_INDEX,
+            partition_key: "spk",
+            sort_key: "sk",
+        },
+    ],
+};
+
+pub const ALL: &[&TableSpec] = &[&AGENTS, &ACCOUNTS, &LOGS];
 
 /// Creates `name` from `spec` (on-demand) unless it exists; true when it was created.
 pub async fn create_table(
@@ -61,16 +106,31 @@ pub async fn create_table(
             .build()
             .map_err(|e| StoreError::Unexpected(e.into()))
     };
-    let result = client
+    let mut request = client
         .create_table()
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
         .key_schema(key(spec.partition_key, KeyType::Hash)?)
-        .key_schema(key(spec.sort_key, KeyType::Range)?)
-        .attribute_definitions(definition(spec.partition_key)?)
-        .attribute_definitions(definition(spec.sort_key)?)
-        .send()
-        .await;
+        .key_schema(key(spec.sort_key, KeyType::Range)?);
+    for attribute in spec.key_attributes() {
+        request = request.attribute_definitions(definition(attribute)?);
+    }
+    for index in spec.indexes {
+        request = request.global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name(index.name)
+                .key_schema(key(index.partition_key, KeyType::Hash)?)
+                .key_schema(key(index.sort_key, KeyType::Range)?)
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::All)
+                        .build(),
+                )
+                .build()
+                .map_err(|e| StoreError::Unexpected(e.into()))?,
+        );
+    }
+    let result = request.send().await;
     match result {
         Ok(_) => {}
         Err(error)
@@ -151,12 +211,31 @@ mod tests {
                 ("AttributeName", "AttributeType"),
             );
             definitions.sort();
-            let mut expected = vec![
-                (spec.partition_key.to_owned(), "S".to_owned()),
-                (spec.sort_key.to_owned(), "S".to_owned()),
-            ];
-            expected.sort();
+            let expected: Vec<(String, String)> = spec
+                .key_attributes()
+                .into_iter()
+                .map(|attribute| (attribute.to_owned(), "S".to_owned()))
+                .collect();
             assert_eq!(definitions, expected, "{}", spec.logical_id);
+            let indexes = properties["GlobalSecondaryIndexes"]
+                .as_sequence()
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(indexes.len(), spec.indexes.len(), "{}", spec.logical_id);
+            for (declared, index) in indexes.iter().zip(spec.indexes) {
+                assert_eq!(declared["IndexName"].as_str(), Some(index.name));
+                assert_eq!(
+                    strings(&declared["KeySchema"], ("AttributeName", "KeyType")),
+                    vec![
+                        (index.partition_key.to_owned(), "HASH".to_owned()),
+                        (index.sort_key.to_owned(), "RANGE".to_owned())
+                    ]
+                );
+                assert_eq!(
+                    declared["Projection"]["ProjectionType"].as_str(),
+                    Some("ALL")
+                );
+            }
             let ttl = &properties["TimeToLiveSpecification"];
             match spec.ttl_attribute {
                 Some(attribute) => {

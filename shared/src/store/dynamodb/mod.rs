@@ -21,8 +21,11 @@ use serde::{Deserialize, Serialize};
 use super::{AgentStore, BoxError, CreateOutcome, KeyStore, StoreError};
 use crate::agent::{Agent, Deployment, NoiseVivaStatus};
 use crate::auth::{ApiKey, KeyHash, KeyRecord, Principal};
+use crate::config::TableNames;
 use crate::manifest::{Manifest, Replicas};
 use crate::timestamp::now_rfc3339_millis;
+
+pub mod logs;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -270,12 +273,14 @@ enum Transaction {
     ConditionFailed(Vec<usize>),
 }
 
-/// The adapter: one client and the table names, built once at cold start.
+/// The adapter: one client and the table names, built once at cold start. A function is given
+/// only the tables it uses; a call on another fails (DynamoDB rejects the empty name).
 #[derive(Debug, Clone)]
 pub struct DynamoStore {
     client: Client,
     agents_table: String,
     accounts_table: String,
+    logs_table: String,
 }
 
 /// An account as the operator command reports it.
@@ -307,15 +312,12 @@ pub enum AdminError {
 }
 
 impl DynamoStore {
-    pub fn new(
-        client: Client,
-        agents_table: impl Into<String>,
-        accounts_table: impl Into<String>,
-    ) -> Self {
+    pub fn new(client: Client, tables: TableNames) -> Self {
         DynamoStore {
             client,
-            agents_table: agents_table.into(),
-            accounts_table: accounts_table.into(),
+            agents_table: tables.agents,
+            accounts_table: tables.accounts,
+            logs_table: tables.logs,
         }
     }
 
@@ -450,27 +452,39 @@ impl DynamoStore {
 
     /// The account, created with a new unique namespace when it does not exist yet.
     pub async fn ensure_account(&self, account_id: &str) -> Result<Account, AdminError> {
-        if !crate::validation::is_dns_label(account_id) {
-            return Err(AdminError::Invalid(format!(
-                "account id {}",
-                crate::validation::DNS_LABEL_RULE
-            )));
+        self.ensure_account_in(account_id, None).await
+    }
+
+    /// As [`ensure_account`](Self::ensure_account), with the namespace chosen by the operator
+    /// (it must be free); an existing account keeps its own namespace.
+    pub async fn ensure_account_in(
+        &self,
+        account_id: &str,
+        namespace: Option<&str>,
+    ) -> Result<Account, AdminError> {
+        for (what, value) in [("account id", Some(account_id)), ("namespace", namespace)] {
+            if value.is_some_and(|value| !crate::validation::is_dns_label(value)) {
+                return Err(AdminError::Invalid(format!(
+                    "{what} {}",
+                    crate::validation::DNS_LABEL_RULE
+                )));
+            }
         }
         for _ in 0..8 {
             if let Some(account) = self.get_account(account_id).await? {
                 return Ok(account);
             }
-            let namespace = crate::namespace::generate();
+            let chosen = namespace.map_or_else(crate::namespace::generate, str::to_owned);
             let now = now_rfc3339_millis();
             let account = AccountItem {
                 pk: account_pk(account_id),
                 sk: "ACCOUNT".to_owned(),
                 account_id: account_id.to_owned(),
-                namespace: namespace.clone(),
+                namespace: chosen.clone(),
                 created_at: now.clone(),
             };
             let claim = NamespaceItem {
-                pk: format!("NAMESPACE#{namespace}"),
+                pk: format!("NAMESPACE#{chosen}"),
                 sk: "NAMESPACE".to_owned(),
                 account_id: account_id.to_owned(),
             };
@@ -482,12 +496,18 @@ impl DynamoStore {
                 Transaction::Written => {
                     return Ok(Account {
                         account_id: account_id.to_owned(),
-                        namespace,
+                        namespace: chosen,
                         created_at: now,
                     });
                 }
-                // The account appeared meanwhile (read it on the next turn), or the namespace
-                // was taken (draw another).
+                // The account appeared meanwhile: read it on the next turn.
+                Transaction::ConditionFailed(failed) if failed == [0] => continue,
+                Transaction::ConditionFailed(_) if namespace.is_some() => {
+                    return Err(AdminError::Invalid(format!(
+                        "namespace {chosen} belongs to another account"
+                    )));
+                }
+                // The namespace drawn was taken: draw another.
                 Transaction::ConditionFailed(_) => continue,
             }
         }

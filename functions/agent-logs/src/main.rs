@@ -1,0 +1,22 @@
+//! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
+
+use agent_logs::Settings;
+use lambda_http::{Error, run, service_fn};
+use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, Config, LOGS_TABLE};
+use shared::store::dynamodb::DynamoStore;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    let config = Config::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE, LOGS_TABLE])?;
+    let settings = Settings {
+        retention_days: config.log_retention_days,
+    };
+    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref()).await;
+    let store = DynamoStore::new(client, config.tables);
+    let store = &store;
+    run(service_fn(move |request| async move {
+        Ok::<_, std::convert::Infallible>(agent_logs::handle(store, store, settings, request).await)
+    }))
+    .await
+}

@@ -1,0 +1,724 @@
+//! Agent logs end to end: lines ingested through the ingest handler into DynamoDB Local, read
+//! through the logs handler, and compared with a plain in-memory filter-sort-slice of the same
+//! lines.
+
+use std::collections::HashMap;
+
+use integration_tests::{TestStore, bearer, parts};
+use lambda_http::{Body, Request, RequestExt};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use shared::auth::ApiKey;
+use shared::logs::LogLine;
+use shared::store::LogStore;
+
+const RETENTION_DAYS: u32 = 30;
+const SETTINGS: agent_logs::Settings = agent_logs::Settings {
+    retention_days: RETENTION_DAYS,
+};
+
+fn now_nanos() -> u64 {
+    time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64
+}
+
+/// A subscription payload (what `awslogs.data` decodes to).
+fn log_data(
+    group: &str,
+    stream: &str,
+    events: &[(String, i64, String)],
+) -> aws_lambda_events::cloudwatch_logs::LogData {
+    let events: Vec<Value> = events
+        .iter()
+        .map(|(id, timestamp, message)| json!({"id": id, "timestamp": timestamp, "message": message}))
+        .collect();
+    serde_json::from_value(json!({
+        "messageType": "DATA_MESSAGE", "owner": "123456789012", "logGroup": group,
+        "logStream": stream, "subscriptionFilters": ["test"], "logEvents": events
+    }))
+    .unwrap()
+}
+
+async fn create_agent(store: &TestStore, key: &ApiKey, name: &str) {
+    let request = integration_tests::direct_create(
+        Some(&bearer(key)),
+        &json!({"serviceName": name, "image": "ghcr.io/acme/agent:1.0"}),
+    );
+    let (status, body) = parts(create_agent::handle(&store.store, &store.store, request).await);
+    assert_eq!(status, 201, "{body}");
+}
+
+async fn ingest(
+    store: &TestStore,
+    data: aws_lambda_events::cloudwatch_logs::LogData,
+) -> ingest_logs::IngestReport {
+    ingest_logs::ingest(
+        &store.store,
+        &ingest_logs::KnownAgents::default(),
+        RETENTION_DAYS,
+        data,
+    )
+    .await
+    .unwrap()
+}
+
+/// GET /v1/agents/{agent}/logs with `params`, as cargo lambda watch or a function URL sends it.
+fn logs_request(key: &ApiKey, agent: &str, params: &[(&str, String)]) -> Request {
+    let mut query: HashMap<String, Vec<String>> = HashMap::new();
+    for (name, value) in params {
+        query
+            .entry((*name).to_owned())
+            .or_default()
+            .push(value.clone());
+    }
+    let request = http::Request::builder()
+        .method("GET")
+        .uri(format!("https://api.example.com/v1/agents/{agent}/logs"))
+        .header("authorization", bearer(key))
+        .body(Body::Empty)
+        .unwrap();
+    request
+        .with_path_parameters(HashMap::from([("agentName".to_owned(), agent.to_owned())]))
+        .with_query_string_parameters(query)
+}
+
+async fn read(
+    store: &TestStore,
+    key: &ApiKey,
+    agent: &str,
+    params: &[(&str, String)],
+) -> (u16, Value) {
+    parts(
+        agent_logs::handle(
+            &store.store,
+            &store.store,
+            SETTINGS,
+            logs_request(key, agent, params),
+        )
+        .await,
+    )
+}
+
+/// One line as the model keeps it.
+#[derive(Debug, Clone)]
+struct ModelLine {
+    nanos: u64,
+    event_id: String,
+    text: String,
+    deployment: String,
+    session: Option<String>,
+}
+
+impl ModelLine {
+    fn entry(&self) -> Value {
+        let mut entry = json!({
+            "log": self.text,
+            "timestamp": shared::logs::rfc3339_nanos(self.nanos),
+            "deploymentId": self.deployment,
+        });
+        if let Some(session) = &self.session {
+            entry["sessionId"] = json!(session);
+        }
+        entry
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Params {
+    limit: Option<usize>,
+    offset: Option<usize>,
+    asc: bool,
+    start: Option<i64>,
+    end: Option<i64>,
+    deployment: Option<String>,
+    session: Option<String>,
+    query: Option<String>,
+}
+
+impl Params {
+    fn pairs(&self) -> Vec<(&'static str, String)> {
+        let mut pairs = Vec::new();
+        if let Some(limit) = self.limit {
+            pairs.push(("limit", limit.to_string()));
+        }
+        if let Some(offset) = self.offset {
+            pairs.push(("offset", offset.to_string()));
+        }
+        pairs.push(("order", if self.asc { "asc" } else { "desc" }.to_owned()));
+        if let Some(start) = self.start {
+            pairs.push(("startTime", start.to_string()));
+        }
+        if let Some(end) = self.end {
+            pairs.push(("endTime", end.to_string()));
+        }
+        if let Some(deployment) = &self.deployment {
+            pairs.push(("deploymentId", deployment.clone()));
+        }
+        if let Some(session) = &self.session {
+            pairs.push(("sessionId", session.clone()));
+        }
+        if let Some(query) = &self.query {
+            pairs.push(("query", query.clone()));
+        }
+        pairs
+    }
+
+    /// The model's answer: every matching line, in order.
+    fn expected(&self, lines: &[ModelLine]) -> Vec<ModelLine> {
+        let mut matching: Vec<ModelLine> = lines
+            .iter()
+            .filter(|line| {
+                let seconds = (line.nanos / 1_000_000_000) as i64;
+                self.start.is_none_or(|start| seconds >= start)
+                    && self.end.is_none_or(|end| seconds < end)
+                    && self
+                        .deployment
+                        .as_ref()
+                        .is_none_or(|d| *d == line.deployment)
+                    && self
+                        .session
+                        .as_ref()
+                        .is_none_or(|s| Some(s) == line.session.as_ref())
+                    && self
+                        .query
+                        .as_ref()
+                        .is_none_or(|q| line.text.to_lowercase().contains(&q.to_lowercase()))
+            })
+            .cloned()
+            .collect();
+        matching.sort_by(|a, b| (a.nanos, &a.event_id).cmp(&(b.nanos, &b.event_id)));
+        if !self.asc {
+            matching.reverse();
+        }
+        matching
+    }
+}
+
+const WORDS: &[&str] = &[
+    "Connected",
+    "error",
+    "ERROR",
+    "warn",
+    "Timeout",
+    "session",
+    "ok",
+    "Ünïcode",
+    "audio",
+    "frame",
+];
+
+/// Ingests a few thousand lines for one agent: 3 deployments, sessions and no-session lines,
+/// over 40 seconds, many sharing a timestamp.
+async fn seed(store: &TestStore, namespace: &str, agent: &str, rng: &mut StdRng) -> Vec<ModelLine> {
+    let base = now_nanos() - 3_600 * 1_000_000_000;
+    let streams: Vec<(String, Option<String>)> = (0..3)
+        .flat_map(|d| {
+            let deployment = format!("dep-{d}");
+            [
+                None,
+                Some(format!("sess-{d}-a")),
+                Some(format!("sess-{d}-b")),
+            ]
+            .into_iter()
+            .map(move |session| (deployment.clone(), session))
+        })
+        .collect();
+    let mut lines = Vec::new();
+    let mut next_id = 0u64;
+    for (deployment, session) in &streams {
+        let mut events = Vec::new();
+        for _ in 0..rng.random_range(250..450) {
+            // 40 seconds, 8 instants per second: plenty of exact ties.
+            let nanos = base + rng.random_range(0..320u64) * 125_000_000;
+            let text = format!(
+                "{} {} #{}",
+                WORDS[rng.random_range(0..WORDS.len())],
+                WORDS[rng.random_range(0..WORDS.len())],
+                next_id
+            );
+            let id = format!("{:056}", 37_000_000 + next_id * 7919 % 1_000_003);
+            next_id += 1;
+            // Half the lines in CRI form (nanoseconds from the text), half plain (milliseconds
+            // from the event).
+            let (message, stored_nanos) = if rng.random_bool(0.5) {
+                (
+                    format!("{} stdout F {text}", shared::logs::rfc3339_nanos(nanos)),
+                    nanos,
+                )
+            } else {
+                let millis = nanos / 1_000_000;
+                (text.clone(), millis * 1_000_000)
+            };
+            events.push((id.clone(), (nanos / 1_000_000) as i64, message));
+            lines.push(ModelLine {
+                nanos: stored_nanos,
+                event_id: id,
+                text,
+                deployment: deployment.clone(),
+                session: session.clone(),
+            });
+        }
+        let stream = match session {
+            Some(session) => format!("{deployment}/{session}"),
+            None => deployment.clone(),
+        };
+        for batch in events.chunks(200) {
+            let report = ingest(
+                store,
+                log_data(
+                    &format!("/agent-hosting/{namespace}/{agent}"),
+                    &stream,
+                    batch,
+                ),
+            )
+            .await;
+            assert_eq!(report.stored, batch.len());
+        }
+    }
+    lines
+}
+
+fn random_params(rng: &mut StdRng, lines: &[ModelLine]) -> Params {
+    let min_second = (lines.iter().map(|l| l.nanos).min().unwrap() / 1_000_000_000) as i64;
+    let mut params = Params {
+        asc: rng.random_bool(0.5),
+        ..Params::default()
+    };
+    if rng.random_bool(0.7) {
+        params.limit = Some(
+            *[1, 2, 7, 10, 50, 333, 1000]
+                .get(rng.random_range(0..7))
+                .unwrap(),
+        );
+    }
+    if rng.random_bool(0.4) {
+        params.offset = Some(rng.random_range(0..400));
+    }
+    if rng.random_bool(0.4) {
+        params.start = Some(min_second + rng.random_range(-2..42));
+    }
+    if rng.random_bool(0.4) {
+        params.end = Some(params.start.unwrap_or(min_second) + rng.random_range(1..45));
+    }
+    if rng.random_bool(0.4) {
+        params.deployment = Some(format!("dep-{}", rng.random_range(0..4)));
+    }
+    if rng.random_bool(0.3) {
+        let deployment = rng.random_range(0..3);
+        params.session = Some(format!(
+            "sess-{deployment}-{}",
+            if rng.random_bool(0.5) { "a" } else { "b" }
+        ));
+    }
+    if rng.random_bool(0.3) {
+        params.query = Some(WORDS[rng.random_range(0..WORDS.len())].to_lowercase());
+    }
+    params
+}
+
+fn entries(body: &Value) -> Vec<Value> {
+    body["logs"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn random_requests_agree_with_the_in_memory_model() {
+    let store = TestStore::new().await;
+    let (caller, key) = store.account_with_key("acme").await;
+    create_agent(&store, &key, "voice-bot").await;
+    let mut rng = StdRng::seed_from_u64(0x5eed_1095);
+    let lines = seed(&store, &caller.namespace, "voice-bot", &mut rng).await;
+    assert!(lines.len() > 2_000);
+
+    for case in 0..300 {
+        let params = random_params(&mut rng, &lines);
+        let expected = params.expected(&lines);
+        let (limit, offset) = (params.limit.unwrap_or(10), params.offset.unwrap_or(0));
+        let (status, body) = read(&store, &key, "voice-bot", &params.pairs()).await;
+        assert_eq!(status, 200, "case {case} {params:?}: {body}");
+        let want: Vec<Value> = expected
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(ModelLine::entry)
+            .collect();
+        assert_eq!(entries(&body), want, "case {case} {params:?}");
+        assert_eq!(
+            body["total"],
+            json!({"value": expected.len(), "relation": "eq"}),
+            "case {case} {params:?}"
+        );
+        let more = expected.len() > offset + limit;
+        assert_eq!(
+            body.get("nextCursor").is_some(),
+            more,
+            "case {case} {params:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn offset_pages_and_cursor_walks_both_concatenate_to_the_model() {
+    let store = TestStore::new().await;
+    let (caller, key) = store.account_with_key("acme").await;
+    create_agent(&store, &key, "voice-bot").await;
+    let mut rng = StdRng::seed_from_u64(42);
+    let lines = seed(&store, &caller.namespace, "voice-bot", &mut rng).await;
+
+    for case in 0..16 {
+        let mut params = random_params(&mut rng, &lines);
+        params.offset = None;
+        params.limit = Some([25, 60, 150, 400][case % 4]);
+        let limit = params.limit.unwrap();
+        let want: Vec<Value> = params
+            .expected(&lines)
+            .iter()
+            .map(ModelLine::entry)
+            .collect();
+
+        // Offsets.
+        let mut by_offset = Vec::new();
+        while by_offset.len() < want.len() && by_offset.len() + limit <= 10_000 {
+            let mut paged = params.clone();
+            paged.offset = Some(by_offset.len());
+            let (status, body) = read(&store, &key, "voice-bot", &paged.pairs()).await;
+            assert_eq!(status, 200, "{body}");
+            let page = entries(&body);
+            assert!(!page.is_empty());
+            by_offset.extend(page);
+        }
+        assert_eq!(by_offset, want, "offset walk, case {case} {params:?}");
+
+        // Cursors.
+        let mut by_cursor = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut pairs = params.pairs();
+            if let Some(cursor) = &cursor {
+                pairs.push(("cursor", cursor.clone()));
+            }
+            let (status, body) = read(&store, &key, "voice-bot", &pairs).await;
+            assert_eq!(status, 200, "{body}");
+            by_cursor.extend(entries(&body));
+            match body.get("nextCursor") {
+                Some(next) => cursor = Some(next.as_str().unwrap().to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(by_cursor, want, "cursor walk, case {case} {params:?}");
+    }
+}
+
+#[tokio::test]
+async fn every_bad_parameter_is_a_400_naming_it() {
+    let store = TestStore::new().await;
+    let (_, key) = store.account_with_key("acme").await;
+    create_agent(&store, &key, "bot").await;
+    // Well-formed, but made under other filters.
+    let other_cursor =
+        shared::logs::cursor::encode("000000000000000000000000", "01700000000000000000#1");
+    let cases: Vec<(Vec<(&str, String)>, &str)> = vec![
+        (vec![("limit", "0".into())], "limit"),
+        (vec![("limit", "1001".into())], "limit"),
+        (vec![("limit", "ten".into())], "limit"),
+        (vec![("limit", "2.5".into())], "limit"),
+        (vec![("offset", "-1".into())], "offset"),
+        (
+            vec![("offset", "9995".into()), ("limit", "10".into())],
+            "offset",
+        ),
+        (vec![("order", "newest".into())], "order"),
+        (vec![("startTime", "yesterday".into())], "startTime"),
+        (vec![("startTime", "1745008457153".into())], "startTime"),
+        (vec![("endTime", "1745008457153".into())], "endTime"),
+        (
+            vec![
+                ("startTime", "1745008457".into()),
+                ("endTime", "1745008457".into()),
+            ],
+            "endTime",
+        ),
+        (vec![("query", "x".repeat(257))], "query"),
+        (vec![("sesionId", "abc".into())], "sesionId"),
+        (vec![("limit", "5".into()), ("limit", "6".into())], "limit"),
+        (vec![("cursor", "not-a-cursor".into())], "cursor"),
+        (vec![("cursor", other_cursor)], "cursor"),
+    ];
+    for (params, field) in cases {
+        let (status, body) = read(&store, &key, "bot", &params).await;
+        assert_eq!(status, 400, "{params:?}: {body}");
+        assert_eq!(body["code"], "GENERIC_BAD_REQUEST");
+        assert_eq!(body["field"], field, "{params:?}");
+        if params[0].1.len() == 13 {
+            assert!(
+                body["error"].as_str().unwrap().contains("milliseconds"),
+                "{body}"
+            );
+        }
+    }
+    // Empty values are absent parameters.
+    let (status, _) = read(
+        &store,
+        &key,
+        "bot",
+        &[("query", String::new()), ("limit", String::new())],
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn agents_of_other_accounts_are_not_found_and_cursors_do_not_travel() {
+    let store = TestStore::new().await;
+    let (alice, alice_key) = store.account_with_key("alice").await;
+    let (_, bob_key) = store.account_with_key("bob").await;
+    create_agent(&store, &alice_key, "support-bot").await;
+    create_agent(&store, &alice_key, "other-bot").await;
+    let events: Vec<(String, i64, String)> = (0..30)
+        .map(|i| {
+            (
+                format!("{i:056}"),
+                (now_nanos() / 1_000_000) as i64 - 1_000 + i,
+                format!("secret line {i}"),
+            )
+        })
+        .collect();
+    ingest(
+        &store,
+        log_data(
+            &format!("/agent-hosting/{}/support-bot", alice.namespace),
+            "dep-1/s-1",
+            &events,
+        ),
+    )
+    .await;
+
+    let (status, body) = read(&store, &alice_key, "support-bot", &[("limit", "5".into())]).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["total"]["value"], 30);
+    let cursor = body["nextCursor"].as_str().unwrap().to_owned();
+
+    let (status, body) = read(&store, &bob_key, "support-bot", &[]).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["code"], "NOT_FOUND");
+    assert!(!body.to_string().contains("secret"));
+
+    let (status, body) = read(
+        &store,
+        &bob_key,
+        "support-bot",
+        &[("cursor", cursor.clone())],
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = read(&store, &alice_key, "other-bot", &[("cursor", cursor)]).await;
+    assert_eq!(
+        status, 400,
+        "a cursor of one agent is refused on another: {body}"
+    );
+    assert_eq!(body["field"], "cursor");
+
+    let (status, _) = read(&store, &alice_key, "no-such-bot", &[]).await;
+    assert_eq!(status, 404);
+    let (status, _) = read(&store, &alice_key, "Not_A_Name", &[]).await;
+    assert_eq!(status, 404);
+    let (status, body) = read(&store, &alice_key, "other-bot", &[]).await;
+    assert_eq!(
+        (status, body["total"].clone()),
+        (200, json!({"value": 0, "relation": "eq"}))
+    );
+}
+
+#[tokio::test]
+async fn redelivery_stores_nothing_twice_and_unknown_agents_are_dropped() {
+    let store = TestStore::new().await;
+    let (caller, key) = store.account_with_key("acme").await;
+    create_agent(&store, &key, "bot").await;
+    let millis = (now_nanos() / 1_000_000) as i64;
+    let events: Vec<(String, i64, String)> = (0..60)
+        .map(|i| {
+            (
+                format!("{:056}", 900 + i),
+                millis - 5_000,
+                format!("line {i}"),
+            )
+        })
+        .collect();
+    let group = format!("/agent-hosting/{}/bot", caller.namespace);
+    for _ in 0..3 {
+        let report = ingest(&store, log_data(&group, "dep-1", &events)).await;
+        assert_eq!(report.stored, 60);
+    }
+    let (_, body) = read(&store, &key, "bot", &[("limit", "100".into())]).await;
+    assert_eq!(body["total"], json!({"value": 60, "relation": "eq"}));
+    assert_eq!(entries(&body).len(), 60);
+    assert_eq!(store.item_count(&store.logs_table).await, 60);
+
+    let report = ingest(
+        &store,
+        log_data(
+            &format!("/agent-hosting/{}/ghost", caller.namespace),
+            "dep-1",
+            &events,
+        ),
+    )
+    .await;
+    assert_eq!((report.stored, report.dropped_unknown_agent), (0, 60));
+    let report = ingest(
+        &store,
+        log_data("/agent-hosting/no-such-namespace/bot", "dep-1", &events),
+    )
+    .await;
+    assert_eq!((report.stored, report.dropped_unknown_agent), (0, 60));
+    assert_eq!(store.item_count(&store.logs_table).await, 60);
+}
+
+#[tokio::test]
+async fn expired_lines_are_never_returned_or_counted() {
+    let store = TestStore::new().await;
+    let (caller, key) = store.account_with_key("acme").await;
+    create_agent(&store, &key, "bot").await;
+    let day = 86_400 * 1_000_000_000u64;
+    let line = |nanos: u64, id: &str, text: &str| LogLine {
+        namespace: caller.namespace.clone(),
+        agent: "bot".into(),
+        deployment_id: "dep-1".into(),
+        session_id: Some("s-1".into()),
+        event_id: id.into(),
+        timestamp_nanos: nanos,
+        text: text.into(),
+    };
+    let now = now_nanos();
+    // Past the retention period (TTL passed; DynamoDB Local never deletes it).
+    store
+        .store
+        .put_lines(&[line(now - 31 * day, "1", "too old")], RETENTION_DAYS)
+        .await
+        .unwrap();
+    // Within the period, but written under a one-day retention: its TTL passed too.
+    store
+        .store
+        .put_lines(&[line(now - 2 * day, "2", "short retention")], 1)
+        .await
+        .unwrap();
+    store
+        .store
+        .put_lines(&[line(now - day, "3", "alive")], RETENTION_DAYS)
+        .await
+        .unwrap();
+    assert_eq!(store.item_count(&store.logs_table).await, 3);
+
+    for params in [
+        vec![],
+        vec![("deploymentId", "dep-1".to_owned())],
+        vec![("sessionId", "s-1".to_owned())],
+        vec![("query", "ALI".to_owned())],
+        vec![("startTime", "0".to_owned()), ("order", "asc".to_owned())],
+    ] {
+        let (status, body) = read(&store, &key, "bot", &params).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            body["total"],
+            json!({"value": 1, "relation": "eq"}),
+            "{params:?}"
+        );
+        assert_eq!(entries(&body)[0]["log"], "alive", "{params:?}");
+    }
+}
+
+#[tokio::test]
+async fn past_ten_thousand_lines_the_total_is_a_lower_bound() {
+    let store = TestStore::new().await;
+    let (caller, key) = store.account_with_key("acme").await;
+    create_agent(&store, &key, "busy-bot").await;
+    let base = now_nanos() - 7_200 * 1_000_000_000;
+    let lines: Vec<LogLine> = (0..10_050u64)
+        .map(|i| LogLine {
+            namespace: caller.namespace.clone(),
+            agent: "busy-bot".into(),
+            deployment_id: "dep-1".into(),
+            session_id: None,
+            event_id: format!("{i:08}"),
+            timestamp_nanos: base + i * 1_000_000,
+            text: format!("line {i}"),
+        })
+        .collect();
+    store.store.put_lines(&lines, RETENTION_DAYS).await.unwrap();
+
+    let (status, body) = read(&store, &key, "busy-bot", &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["total"], json!({"value": 10_000, "relation": "gte"}));
+    assert_eq!(entries(&body)[0]["log"], "line 10049", "newest first");
+    let (_, body) = read(
+        &store,
+        &key,
+        "busy-bot",
+        &[("deploymentId", "dep-1".into()), ("offset", "9990".into())],
+    )
+    .await;
+    assert_eq!(body["total"], json!({"value": 10_000, "relation": "gte"}));
+    assert_eq!(entries(&body)[0]["log"], "line 59");
+    // A narrower range is exact again.
+    let start = (base / 1_000_000_000) as i64;
+    let (_, body) = read(
+        &store,
+        &key,
+        "busy-bot",
+        &[
+            ("startTime", start.to_string()),
+            ("endTime", (start + 2).to_string()),
+        ],
+    )
+    .await;
+    let in_range = lines
+        .iter()
+        .filter(|l| ((l.timestamp_nanos / 1_000_000_000) as i64) < start + 2)
+        .count();
+    assert_eq!(body["total"], json!({"value": in_range, "relation": "eq"}));
+    // A text query reads at most its budget: past it the total says gte.
+    let (_, body) = read(&store, &key, "busy-bot", &[("query", "line 1".into())]).await;
+    assert_eq!(body["total"]["relation"], "gte");
+    assert_eq!(entries(&body)[0]["log"], "line 10049");
+}
+
+#[tokio::test]
+async fn cri_timestamps_have_nanoseconds_and_ties_keep_one_order() {
+    let store = TestStore::new().await;
+    let (caller, key) = store.account_with_key("acme").await;
+    create_agent(&store, &key, "bot").await;
+    let at = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let stamp = shared::logs::rfc3339_nanos(at.unix_timestamp_nanos() as u64 / 1000 * 1000 + 7);
+    let events: Vec<(String, i64, String)> = ["c", "a", "b"]
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            (
+                format!("{:056}", 3 - i),
+                0,
+                format!("{stamp} stdout F tie {text}"),
+            )
+        })
+        .collect();
+    ingest(
+        &store,
+        log_data(
+            &format!("/agent-hosting/{}/bot", caller.namespace),
+            "dep-9/sess-1",
+            &events,
+        ),
+    )
+    .await;
+    let (_, asc) = read(&store, &key, "bot", &[("order", "asc".into())]).await;
+    let (_, desc) = read(&store, &key, "bot", &[]).await;
+    let mut reversed = entries(&desc);
+    reversed.reverse();
+    assert_eq!(entries(&asc), reversed);
+    let first = &entries(&asc)[0];
+    assert_eq!(first["timestamp"], stamp.as_str());
+    assert_eq!(
+        first["timestamp"].as_str().unwrap().len(),
+        "2025-04-18T20:34:17.153744602Z".len()
+    );
+    assert_eq!(first["log"], "tie b", "ties ordered by event id");
+    assert_eq!(first["deploymentId"], "dep-9");
+    assert_eq!(first["sessionId"], "sess-1");
+}
