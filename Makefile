@@ -20,12 +20,13 @@ export ACCOUNTS_TABLE ?= accounts
 export LOGS_TABLE ?= logs
 export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
 
-.PHONY: help tools run test api-key lint fmt clean
+.PHONY: help tools run test api-key logs-cost lint fmt clean
 
 help:
 	@echo "make run      start the API on http://127.0.0.1:$(PORT)/v1 with DynamoDB Local, print a dev API key"
 	@echo "make test     run every test (starts its own DynamoDB Local)"
 	@echo "make api-key ACCOUNT=<name>   create the account if needed, print a new key (last line)"
+	@echo "make logs-cost [VOLUMES=1000,10000,100000]   items read per logs page, as a table"
 	@echo "make lint     rustfmt and clippy"
 
 tools:
@@ -41,6 +42,11 @@ test:
 # Against the store `make run` uses (or any DYNAMODB_ENDPOINT / AWS tables given by name).
 api-key:
 	@$(ADMIN) issue-key "$(ACCOUNT)" --create-account
+
+# Items read per logs page by filter kind and agent volume, on a DynamoDB Local of its own.
+logs-cost:
+	@scripts/local.sh dynamodb-tools
+	@scripts/with-dynamodb.sh cargo run --quiet --package integration-tests --bin logs-cost
 
 lint:
 	cargo fmt --all -- --check

@@ -78,3 +78,104 @@ async fn agent_logs<L: LogStore, K: KeyStore>(
     );
     Ok((StatusCode::OK, page))
 }
+
+#[cfg(test)]
+mod tests {
+    //! The handler on the in-memory store, fed with the events/ fixtures (the dev account
+    //! `dev-local` and its `demo-agent`). tests/ runs it against DynamoDB Local.
+
+    use super::*;
+    use serde_json::Value;
+    use shared::agent::{Agent, AgentSpec};
+    use shared::auth::Principal;
+    use shared::logs::LogLine;
+    use shared::store::AgentStore;
+    use shared::store::memory::MemoryStore;
+
+    const SETTINGS: Settings = Settings { retention_days: 30 };
+
+    fn event(name: &str) -> Request {
+        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The demo agent with lines at the fixtures' times (2026-11-22T19:00:00Z and on).
+    async fn demo_store() -> MemoryStore {
+        let store = MemoryStore::default();
+        let owner = Principal {
+            account_id: "dev".into(),
+            namespace: "dev-local".into(),
+        };
+        let spec = AgentSpec::from_json(serde_json::json!({"serviceName": "demo-agent", "image": "demo"})).unwrap();
+        let agent = Agent::new(&spec, &owner.namespace, "2026-11-22T19:00:00.000Z");
+        store.create_agent(&owner, &agent).await.unwrap();
+        let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64;
+        let lines: Vec<LogLine> = ["starting", "ERROR upstream timeout", "session ended"]
+            .iter()
+            .enumerate()
+            .map(|(i, text)| LogLine {
+                namespace: "dev-local".into(),
+                agent: "demo-agent".into(),
+                deployment_id: "dep".into(),
+                session_id: Some("session-0001".into()),
+                event_id: i.to_string(),
+                timestamp_nanos: now - 60_000_000_000 + i as u64,
+                text: (*text).into(),
+            })
+            .collect();
+        store.put_lines(&lines, 30).await.unwrap();
+        store
+    }
+
+    async fn call(store: &MemoryStore, request: Request) -> (StatusCode, Value) {
+        let response = handle(store, store, SETTINGS, request).await;
+        (response.status(), serde_json::from_slice(response.body().as_ref()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn logs_event_pages_in_ascending_order() {
+        let store = demo_store().await;
+        let (status, body) = call(&store, event("agent-logs.json")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["total"], serde_json::json!({"value": 3, "relation": "eq"}));
+        assert_eq!(body["logs"][0]["log"], "starting");
+        assert_eq!(body["logs"][0]["sessionId"], "session-0001");
+    }
+
+    #[tokio::test]
+    async fn filtered_event_is_answered() {
+        let store = demo_store().await;
+        let (status, body) = call(&store, event("agent-logs-filtered.json")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        // Its time range is the fixture's, in the past: nothing matches, and that is a 200.
+        assert_eq!(body["total"]["relation"], "eq");
+    }
+
+    #[tokio::test]
+    async fn milliseconds_event_is_400_with_a_hint() {
+        let store = demo_store().await;
+        let (status, body) = call(&store, event("agent-logs-milliseconds.json")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["field"], "startTime");
+        assert!(body["error"].as_str().unwrap().contains("milliseconds"));
+    }
+
+    #[tokio::test]
+    async fn unknown_agent_event_is_404() {
+        let store = demo_store().await;
+        let (status, body) = call(&store, event("agent-logs-unknown-agent.json")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(body["code"], "NOT_FOUND");
+    }
+
+    #[tokio::test]
+    async fn without_a_key_it_is_401() {
+        let store = demo_store().await;
+        let mut request = event("agent-logs.json");
+        request.extensions_mut().remove::<lambda_http::request::RequestContext>();
+        let (status, body) = call(&store, request).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(body["code"], "UNAUTHORIZED");
+    }
+}
