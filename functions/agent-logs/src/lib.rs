@@ -107,7 +107,9 @@ mod tests {
             account_id: "dev".into(),
             namespace: "dev-local".into(),
         };
-        let spec = AgentSpec::from_json(serde_json::json!({"serviceName": "demo-agent", "image": "demo"})).unwrap();
+        let spec =
+            AgentSpec::from_json(serde_json::json!({"serviceName": "demo-agent", "image": "demo"}))
+                .unwrap();
         let agent = Agent::new(&spec, &owner.namespace, "2026-11-22T19:00:00.000Z");
         store.create_agent(&owner, &agent).await.unwrap();
         let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64;
@@ -130,7 +132,10 @@ mod tests {
 
     async fn call(store: &MemoryStore, request: Request) -> (StatusCode, Value) {
         let response = handle(store, store, SETTINGS, request).await;
-        (response.status(), serde_json::from_slice(response.body().as_ref()).unwrap())
+        (
+            response.status(),
+            serde_json::from_slice(response.body().as_ref()).unwrap(),
+        )
     }
 
     #[tokio::test]
@@ -138,7 +143,10 @@ mod tests {
         let store = demo_store().await;
         let (status, body) = call(&store, event("agent-logs.json")).await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(body["total"], serde_json::json!({"value": 3, "relation": "eq"}));
+        assert_eq!(
+            body["total"],
+            serde_json::json!({"value": 3, "relation": "eq"})
+        );
         assert_eq!(body["logs"][0]["log"], "starting");
         assert_eq!(body["logs"][0]["sessionId"], "session-0001");
     }
@@ -173,7 +181,9 @@ mod tests {
     async fn without_a_key_it_is_401() {
         let store = demo_store().await;
         let mut request = event("agent-logs.json");
-        request.extensions_mut().remove::<lambda_http::request::RequestContext>();
+        request
+            .extensions_mut()
+            .remove::<lambda_http::request::RequestContext>();
         let (status, body) = call(&store, request).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
         assert_eq!(body["code"], "UNAUTHORIZED");
