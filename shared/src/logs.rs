@@ -263,13 +263,8 @@ impl LogQuery {
             }
             other => other.map(str::to_lowercase),
         };
+        // With a cursor, offset skips entries after it.
         let cursor = get("cursor").map(str::to_owned);
-        if cursor.is_some() && offset > 0 {
-            return Err(ApiError::bad_request(
-                "offset",
-                "offset cannot be combined with cursor: the cursor already says where to continue",
-            ));
-        }
         Ok(LogQuery {
             limit,
             offset,
@@ -530,6 +525,17 @@ pub async fn read<S: crate::store::LogStore>(
     let window_end = query.offset + query.limit;
     let keep = query.offset..window_end;
 
+    // A range that ends before it starts (endTime before the retention period) holds nothing;
+    // DynamoDB would reject the inverted BETWEEN.
+    if filter.from_position >= filter.to_position {
+        let page = LogsPage {
+            total: Total::exact_or_bound(0, true),
+            logs: Vec::new(),
+            next_cursor: None,
+        };
+        return Ok((page, ReadCost::default()));
+    }
+
     let (scan, total, total_items_read) = if filter.query.is_some() {
         let limits = ScanLimits {
             keep,
@@ -715,7 +721,8 @@ mod tests {
         rejected("sesionId=abc", "sesionId");
         rejected("limit=5&limit=6", "limit");
         rejected(&format!("deploymentId={}", "d".repeat(257)), "deploymentId");
-        rejected("cursor=abc&offset=5", "offset");
+        let both = parse("cursor=abc&offset=5").unwrap();
+        assert_eq!((both.offset, both.cursor.as_deref()), (5, Some("abc")));
     }
 
     #[test]

@@ -153,7 +153,14 @@ impl JsonObject {
         let expected = format!("an integer from {} to {}", range.start(), range.end());
         match self.take(name) {
             None => Ok(None),
-            Some(Value::Number(number)) => match number.as_i64() {
+            // JSON has one number type: 13.0 is the integer 13 (as JSON Schema's "integer"
+            // says), 13.5 is not an integer.
+            Some(Value::Number(number)) => match number.as_i64().or_else(|| {
+                number
+                    .as_f64()
+                    .filter(|value| value.fract() == 0.0 && value.abs() < 1e15)
+                    .map(|value| value as i64)
+            }) {
                 Some(value) if range.contains(&value) => Ok(Some(value)),
                 _ => {
                     let field = self.path_of(name);
@@ -264,7 +271,8 @@ mod tests {
 
     #[test]
     fn reader_treats_null_as_absent_and_rejects_fractions() {
-        let mut root = JsonObject::root(json!({"a": null, "b": 1.0, "c": 7})).unwrap();
+        let mut root =
+            JsonObject::root(json!({"a": null, "b": 1.5, "c": 7, "d": 13.0, "e": 1e300})).unwrap();
         assert_eq!(root.take_string("a").unwrap(), None);
         assert_eq!(
             root.take_integer("b", 0..=50).unwrap_err().field(),
@@ -273,6 +281,15 @@ mod tests {
         assert_eq!(
             root.take_integer("c", 0..=5).unwrap_err().field(),
             Some("c")
+        );
+        assert_eq!(
+            root.take_integer("d", 0..=50).unwrap(),
+            Some(13),
+            "13.0 is 13 in JSON"
+        );
+        assert_eq!(
+            root.take_integer("e", 0..=50).unwrap_err().field(),
+            Some("e")
         );
     }
 

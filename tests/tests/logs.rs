@@ -405,6 +405,18 @@ async fn offset_pages_and_cursor_walks_both_concatenate_to_the_model() {
             }
         }
         assert_eq!(by_cursor, want, "cursor walk, case {case} {params:?}");
+
+        // With a cursor, offset skips entries after it.
+        if want.len() > limit + 3 {
+            let (_, first) = read(&store, &key, "voice-bot", &params.pairs()).await;
+            let mut pairs = params.pairs();
+            pairs.push(("cursor", first["nextCursor"].as_str().unwrap().to_owned()));
+            pairs.push(("offset", "3".to_owned()));
+            let (status, body) = read(&store, &key, "voice-bot", &pairs).await;
+            assert_eq!(status, 200, "{body}");
+            let skipped: Vec<Value> = want.iter().skip(limit + 3).take(limit).cloned().collect();
+            assert_eq!(entries(&body), skipped, "cursor + offset, case {case}");
+        }
     }
 }
 
@@ -455,6 +467,10 @@ async fn every_bad_parameter_is_a_400_naming_it() {
             );
         }
     }
+    // A range that ends before the retention period starts is empty, not an error.
+    let (status, body) = read(&store, &key, "bot", &[("endTime", "1".into())]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["total"], json!({"value": 0, "relation": "eq"}));
     // Empty values are absent parameters.
     let (status, _) = read(
         &store,
