@@ -23,7 +23,7 @@ admin() { cargo run --quiet --package agent-hosting-admin -- "$@"; }
 admin create-tables 2>/dev/null
 key=$(admin issue-key schemathesis --create-account --namespace schemathesis 2>/dev/null | tail -n 1)
 
-.local/venv/bin/cargo-lambda lambda watch --quiet --invoke-address 127.0.0.1 --invoke-port "$api_port" \
+.local/venv/bin/cargo-lambda lambda watch --quiet --ignore-changes --invoke-address 127.0.0.1 --invoke-port "$api_port" \
   --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE" \
   --env-var "AWS_REGION=$AWS_REGION,AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY,RUST_LOG=warn" \
   >.local/schemathesis-watch.log 2>&1 &

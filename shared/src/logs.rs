@@ -45,6 +45,12 @@ impl LogLine {
     pub fn position(&self) -> String {
         position(self.timestamp_nanos, &self.event_id)
     }
+
+    /// When the line expires (Unix seconds): `retention_days` after its own timestamp.
+    pub fn expires_at(&self, retention_days: u32) -> i64 {
+        let seconds = (self.timestamp_nanos / 1_000_000_000) as i64;
+        seconds.saturating_add(i64::from(retention_days) * 86_400)
+    }
 }
 
 pub fn position(timestamp_nanos: u64, event_id: &str) -> String {

@@ -268,3 +268,38 @@ fn the_documented_image_pattern_agrees_with_the_validator() {
         assert_eq!(documented, accepted, "{image}");
     }
 }
+
+/// Every fixture in events/ is loaded by some test (so none rots unseen).
+#[test]
+fn every_event_fixture_is_used_by_a_test() {
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let mut sources = String::new();
+    let mut directories = vec![
+        format!("{root}/functions"),
+        format!("{root}/tests"),
+        format!("{root}/shared"),
+    ];
+    while let Some(directory) = directories.pop() {
+        for entry in std::fs::read_dir(&directory).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.ends_with("target") {
+                directories.push(path.to_string_lossy().into_owned());
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                sources.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    let mut fixtures = 0;
+    for entry in std::fs::read_dir(format!("{root}/events"))
+        .unwrap()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert!(
+            sources.contains(&format!("{name}\"")),
+            "events/{name} is not loaded by any test"
+        );
+        fixtures += 1;
+    }
+    assert!(fixtures >= 14);
+}

@@ -92,8 +92,7 @@ impl LogStore for MemoryStore {
     async fn put_lines(&self, lines: &[LogLine], retention_days: u32) -> Result<(), StoreError> {
         let mut logs = lock(&self.logs);
         for line in lines {
-            let expires =
-                (line.timestamp_nanos / 1_000_000_000) as i64 + i64::from(retention_days) * 86_400;
+            let expires = line.expires_at(retention_days);
             logs.entry((line.namespace.clone(), line.agent.clone()))
                 .or_default()
                 .insert(line.position(), (line.clone(), expires));

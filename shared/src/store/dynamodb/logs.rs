@@ -50,7 +50,6 @@ fn agent_partition(namespace: &str, agent: &str) -> String {
 impl LogItem {
     pub fn new(line: &LogLine, retention_days: u32) -> Self {
         let partition = agent_partition(&line.namespace, &line.agent);
-        let seconds = (line.timestamp_nanos / 1_000_000_000) as i64;
         LogItem {
             dpk: format!("{partition}#{}", line.deployment_id),
             spk: line
@@ -62,7 +61,7 @@ impl LogItem {
             log: line.text.clone(),
             deployment_id: line.deployment_id.clone(),
             session_id: line.session_id.clone(),
-            expires_at: seconds.saturating_add(i64::from(retention_days) * 86_400),
+            expires_at: line.expires_at(retention_days),
         }
     }
 
