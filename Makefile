@@ -20,7 +20,7 @@ export ACCOUNTS_TABLE ?= accounts
 export LOGS_TABLE ?= logs
 export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
 
-.PHONY: help tools run test validate build api-key logs-cost lint fmt clean
+.PHONY: help tools run test validate build schemathesis api-key logs-cost lint fmt clean
 
 help:
 	@echo "make run      start the API on http://127.0.0.1:$(PORT)/v1 with DynamoDB Local, print a dev API key"
@@ -29,6 +29,7 @@ help:
 	@echo "make logs-cost [VOLUMES=1000,10000,100000]   items read per logs page, as a table"
 	@echo "make validate sam validate --lint and cfn-lint on template.yaml"
 	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
+	@echo "make schemathesis   schemathesis against the local service (SCHEMATHESIS_EXAMPLES=60)"
 	@echo "make lint     rustfmt and clippy"
 
 tools:
@@ -49,6 +50,10 @@ validate:
 
 build:
 	@scripts/build.sh
+
+schemathesis:
+	@scripts/local.sh dynamodb-tools
+	@scripts/schemathesis.sh
 
 # Against the store `make run` uses (or any DYNAMODB_ENDPOINT / AWS tables given by name).
 api-key:
