@@ -90,6 +90,30 @@ pub fn direct_create(authorization: Option<&str>, body: &serde_json::Value) -> R
     request
 }
 
+/// GET /v1/agents/{agent}/logs with `params` (a name may repeat), as cargo lambda watch or a
+/// function URL sends it: no authorizer context, the key in the header.
+pub fn logs_request(key: &ApiKey, agent: &str, params: &[(&str, String)]) -> Request {
+    use lambda_http::RequestExt;
+    let mut query: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for (name, value) in params {
+        query
+            .entry((*name).to_owned())
+            .or_default()
+            .push(value.clone());
+    }
+    http::Request::builder()
+        .method("GET")
+        .uri(format!("https://api.example.com/v1/agents/{agent}/logs"))
+        .header("authorization", bearer(key))
+        .body(lambda_http::Body::Empty)
+        .unwrap()
+        .with_path_parameters(std::collections::HashMap::from([(
+            "agentName".to_owned(),
+            agent.to_owned(),
+        )]))
+        .with_query_string_parameters(query)
+}
+
 pub fn bearer(key: &ApiKey) -> String {
     format!("Bearer {}", key.expose())
 }

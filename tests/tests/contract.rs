@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use integration_tests::{TestStore, bearer, direct_create};
-use lambda_http::{Body, RequestExt};
+use lambda_http::Body;
 use serde_json::{Value, json};
 
 fn read(path: &str) -> String {
@@ -213,21 +213,9 @@ async fn logs_responses_conform_to_the_document() {
         ("bot", vec![("limit", "0")], 400),
         ("ghost", vec![], 404),
     ] {
-        let request = http::Request::builder()
-            .uri(format!("https://api.example.com/v1/agents/{agent}/logs"))
-            .header("authorization", bearer(&key))
-            .body(Body::Empty)
-            .unwrap()
-            .with_path_parameters(std::collections::HashMap::from([(
-                "agentName".to_owned(),
-                agent.to_owned(),
-            )]))
-            .with_query_string_parameters(
-                params
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect::<std::collections::HashMap<_, _>>(),
-            );
+        let params: Vec<(&str, String)> =
+            params.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+        let request = integration_tests::logs_request(&key, agent, &params);
         let (status, body) =
             parts(agent_logs::handle(&store.store, &store.store, settings, request).await);
         assert_eq!(status, expected, "{body}");

@@ -2,10 +2,7 @@
 //! through the logs handler, and compared with a plain in-memory filter-sort-slice of the same
 //! lines.
 
-use std::collections::HashMap;
-
-use integration_tests::{TestStore, bearer, parts};
-use lambda_http::{Body, Request, RequestExt};
+use integration_tests::{TestStore, bearer, logs_request, parts};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -60,26 +57,6 @@ async fn ingest(
     )
     .await
     .unwrap()
-}
-
-/// GET /v1/agents/{agent}/logs with `params`, as cargo lambda watch or a function URL sends it.
-fn logs_request(key: &ApiKey, agent: &str, params: &[(&str, String)]) -> Request {
-    let mut query: HashMap<String, Vec<String>> = HashMap::new();
-    for (name, value) in params {
-        query
-            .entry((*name).to_owned())
-            .or_default()
-            .push(value.clone());
-    }
-    let request = http::Request::builder()
-        .method("GET")
-        .uri(format!("https://api.example.com/v1/agents/{agent}/logs"))
-        .header("authorization", bearer(key))
-        .body(Body::Empty)
-        .unwrap();
-    request
-        .with_path_parameters(HashMap::from([("agentName".to_owned(), agent.to_owned())]))
-        .with_query_string_parameters(query)
 }
 
 async fn read(

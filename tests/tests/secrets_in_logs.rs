@@ -6,7 +6,6 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use integration_tests::{TestStore, bearer, direct_create, parts};
-use lambda_http::{Body, RequestExt};
 use serde_json::json;
 
 #[derive(Clone, Default)]
@@ -81,15 +80,7 @@ async fn keys_never_appear_in_any_log_line() {
     }
     // Logs: 200 and 404.
     for agent in ["bot", "ghost"] {
-        let request = http::Request::builder()
-            .uri(format!("https://api.example.com/v1/agents/{agent}/logs"))
-            .header("authorization", bearer(&key))
-            .body(Body::Empty)
-            .unwrap()
-            .with_path_parameters(std::collections::HashMap::from([(
-                "agentName".to_owned(),
-                agent.to_owned(),
-            )]));
+        let request = integration_tests::logs_request(&key, agent, &[]);
         parts(
             agent_logs::handle(
                 &store.store,
