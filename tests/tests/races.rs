@@ -8,31 +8,39 @@ use serde_json::json;
 
 const CALLERS: usize = 50;
 
+/// Sends one create per body, all at once, and returns each (status, body) in order.
+async fn create_concurrently(
+    store: &Arc<TestStore>,
+    auth: &str,
+    bodies: Vec<serde_json::Value>,
+) -> Vec<(u16, serde_json::Value)> {
+    let tasks: Vec<_> = bodies
+        .into_iter()
+        .map(|body| {
+            let store = store.clone();
+            let auth = auth.to_owned();
+            tokio::spawn(async move {
+                let request = direct_create(Some(&auth), &body);
+                parts(create_agent::handle(&store.store, &store.store, request).await)
+            })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.unwrap());
+    }
+    answers
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_creates_of_one_name_give_one_agent() {
     let store = Arc::new(TestStore::new().await);
     let (caller, key) = store.account_with_key("acme").await;
-    let auth = bearer(&key);
-    let mut tasks = Vec::new();
-    for i in 0..CALLERS {
-        let store = store.clone();
-        let auth = auth.clone();
-        tasks.push(tokio::spawn(async move {
-            let body =
-                json!({"serviceName": "contested", "image": format!("ghcr.io/acme/agent:{i}")});
-            parts(
-                create_agent::handle(
-                    &store.store,
-                    &store.store,
-                    direct_create(Some(&auth), &body),
-                )
-                .await,
-            )
-        }));
-    }
+    let bodies = (0..CALLERS)
+        .map(|i| json!({"serviceName": "contested", "image": format!("ghcr.io/acme/agent:{i}")}))
+        .collect();
     let mut statuses = Vec::new();
-    for task in tasks {
-        let (status, body) = task.await.unwrap();
+    for (status, body) in create_concurrently(&store, &bearer(&key), bodies).await {
         assert!(status == 201 || status == 409, "{status} {body}");
         statuses.push(status);
     }
@@ -64,26 +72,10 @@ async fn fifty_creates_of_one_name_give_one_agent() {
 async fn fifty_creates_of_different_names_all_land() {
     let store = Arc::new(TestStore::new().await);
     let (caller, key) = store.account_with_key("acme").await;
-    let auth = bearer(&key);
-    let mut tasks = Vec::new();
-    for i in 0..CALLERS {
-        let store = store.clone();
-        let auth = auth.clone();
-        tasks.push(tokio::spawn(async move {
-            let body =
-                json!({"serviceName": format!("agent-{i}"), "image": "ghcr.io/acme/agent:1.0"});
-            parts(
-                create_agent::handle(
-                    &store.store,
-                    &store.store,
-                    direct_create(Some(&auth), &body),
-                )
-                .await,
-            )
-        }));
-    }
-    for task in tasks {
-        let (status, body) = task.await.unwrap();
+    let bodies = (0..CALLERS)
+        .map(|i| json!({"serviceName": format!("agent-{i}"), "image": "ghcr.io/acme/agent:1.0"}))
+        .collect();
+    for (status, body) in create_concurrently(&store, &bearer(&key), bodies).await {
         assert_eq!(status, 201, "{body}");
     }
     assert_eq!(
