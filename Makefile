@@ -1,6 +1,7 @@
 # The two commands a fresh machine needs:
 #   make run    the API on http://127.0.0.1:$(PORT)/v1 (cargo lambda watch) on DynamoDB Local
-#   make test   every test, against a DynamoDB Local started (and stopped) for the run
+#   make test   every test, against a DynamoDB Local started (and stopped) for the run, then
+#               schemathesis against the service as make run serves it
 # Everything they need is installed on first use under .local/ (git-ignored).
 
 SHELL := bash
@@ -29,7 +30,7 @@ help:
 	@echo "make logs-cost [VOLUMES=1000,10000,100000]   items read per logs page, as a table"
 	@echo "make validate sam validate --lint and cfn-lint on template.yaml"
 	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
-	@echo "make schemathesis   schemathesis against the local service (SCHEMATHESIS_EXAMPLES=60)"
+	@echo "make schemathesis   schemathesis against the local service (also in make test; SCHEMATHESIS_EXAMPLES=300)"
 	@echo "make lint     rustfmt and clippy"
 
 tools:
@@ -41,6 +42,7 @@ run: tools
 test: validate
 	@scripts/local.sh dynamodb-tools
 	@scripts/test.sh
+	@scripts/schemathesis.sh
 
 # sam and cfn-lint from PyPI, in .local/tools-venv.
 validate:

@@ -26,6 +26,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// A method the route does not serve; `allow` is the one it does (the `Allow` header).
+    #[error("Method not allowed; this resource accepts {allow}")]
+    MethodNotAllowed { allow: &'static str },
     #[error("Request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     #[error(
@@ -66,6 +69,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -80,6 +84,7 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::Conflict(_) => "CONFLICT",
+            ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::Unavailable(_) => "SERVICE_UNAVAILABLE",
@@ -147,6 +152,11 @@ mod tests {
             (ApiError::Unauthorized, 401, "UNAUTHORIZED"),
             (ApiError::NotFound("no".into()), 404, "NOT_FOUND"),
             (ApiError::Conflict("dup".into()), 409, "CONFLICT"),
+            (
+                ApiError::MethodNotAllowed { allow: "POST" },
+                405,
+                "METHOD_NOT_ALLOWED",
+            ),
             (
                 ApiError::PayloadTooLarge { limit: 65536 },
                 413,

@@ -2,7 +2,7 @@
 //! response (success or error) in one place.
 
 use aws_smithy_types::error::display::DisplayErrorContext;
-use http::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use http::header::{ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, StatusCode};
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
@@ -55,7 +55,20 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
     if let Some(seconds) = error.retry_after() {
         headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
     }
+    if let ApiError::MethodNotAllowed { allow } = error {
+        headers.insert(ALLOW, HeaderValue::from_static(allow));
+    }
     response
+}
+
+/// A route's function serves one method (`"GET"`, `"POST"`); the gateway and `cargo lambda watch`
+/// send it every method of its path, so that the others get a 405 with `Allow` rather than a 404.
+pub fn require_method(request: &Request, allow: &'static str) -> Result<(), ApiError> {
+    if request.method().as_str() == allow {
+        Ok(())
+    } else {
+        Err(ApiError::MethodNotAllowed { allow })
+    }
 }
 
 /// The response for a handler's result.
@@ -188,6 +201,10 @@ mod tests {
             body,
             serde_json::json!({"error": "Unauthorized", "code": "UNAUTHORIZED"})
         );
+
+        let wrong_method = error_response(&ApiError::MethodNotAllowed { allow: "POST" });
+        assert_eq!(wrong_method.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(wrong_method.headers()[ALLOW], "POST");
 
         let busy = error_response(&ApiError::from(crate::store::StoreError::Throttled(
             "x".into(),

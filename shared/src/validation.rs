@@ -40,25 +40,27 @@ pub fn check_image_reference(image: &str) -> Result<(), &'static str> {
     if !image.is_ascii() {
         return Err("must be ASCII: registry, lowercase path, optional :tag and @sha256:digest");
     }
-    let reference: oci_spec::distribution::Reference =
-        image.parse().map_err(|error| match error {
-            oci_spec::distribution::ParseError::NameContainsUppercase => {
-                "repository path must be lowercase"
-            }
-            oci_spec::distribution::ParseError::NameTooLong => {
-                "repository path must be at most 255 characters"
-            }
-            oci_spec::distribution::ParseError::DigestInvalidLength
-            | oci_spec::distribution::ParseError::DigestUnsupported
-            | oci_spec::distribution::ParseError::DigestInvalidFormat => {
-                "digest must be sha256: followed by 64 lowercase hex digits"
-            }
-            _ => {
+    use oci_spec::distribution::{ParseError, Reference};
+    let digest = match image.parse::<Reference>() {
+        Ok(reference) => reference.digest().map(str::to_owned),
+        // The grammar matched (oci-spec checks the length after it); only the 255-character name
+        // limit many registries apply failed, and the contract's one bound is 512 for the whole
+        // reference. The digest, if any, is what follows the `@`.
+        Err(ParseError::NameTooLong) => image.split_once('@').map(|(_, digest)| digest.to_owned()),
+        Err(ParseError::NameContainsUppercase) => return Err("repository path must be lowercase"),
+        Err(
+            ParseError::DigestInvalidLength
+            | ParseError::DigestUnsupported
+            | ParseError::DigestInvalidFormat,
+        ) => return Err("digest must be sha256: followed by 64 lowercase hex digits"),
+        Err(_) => {
+            return Err(
                 "must be a container image reference such as ghcr.io/acme/agent:1.0 or \
-             registry.example.com:5000/team/agent@sha256:<64 hex digits>"
-            }
-        })?;
-    if let Some(digest) = reference.digest() {
+                 registry.example.com:5000/team/agent@sha256:<64 hex digits>",
+            );
+        }
+    };
+    if let Some(digest) = digest {
         let hex = digest.strip_prefix("sha256:").unwrap_or_default();
         let lowercase_hex = |c: char| c.is_ascii_digit() || ('a'..='f').contains(&c);
         if hex.len() != 64 || !hex.chars().all(lowercase_hex) {
@@ -236,6 +238,9 @@ mod tests {
             "registry.example.com:5000/team/sub/agent:v1.2.3-rc_1".to_owned(),
             format!("ghcr.io/acme/agent@sha256:{digest}"),
             format!("ghcr.io/acme/agent:1.0@sha256:{digest}"),
+            // Over the 255-character name limit of many registries, within the contract's 512.
+            format!("ghcr.io/acme/{}:1.0", "a".repeat(300)),
+            format!("ghcr.io/acme/{}@sha256:{digest}", "a".repeat(300)),
         ] {
             assert_eq!(check_image_reference(&good), Ok(()), "{good}");
         }
@@ -252,6 +257,13 @@ mod tests {
             format!("ghcr.io/acme/agent@sha512:{}", "a".repeat(128)),
             format!("ghcr.io/acme/agent:{}", "t".repeat(129)),
             format!("ghcr.io/{}", "a".repeat(512)),
+            format!("ghcr.io/acme/{}@sha256:{}", "a".repeat(300), "A".repeat(64)),
+            format!(
+                "ghcr.io/acme/{}@sha512:{}",
+                "a".repeat(300),
+                "a".repeat(128)
+            ),
+            format!("ghcr.io/acme/{}//b", "a".repeat(300)),
         ] {
             assert!(check_image_reference(&bad).is_err(), "{bad}");
         }

@@ -47,6 +47,7 @@ async fn agent_logs<L: LogStore, K: KeyStore>(
     request: &Request,
 ) -> Result<(StatusCode, LogsPage), ApiError> {
     let caller = auth::caller(request, keys).await?;
+    shared::http::require_method(request, "GET")?;
     let span = tracing::Span::current();
     span.record("namespace", caller.namespace.as_str());
 

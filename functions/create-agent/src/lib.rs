@@ -26,6 +26,7 @@ async fn create_agent<A: AgentStore, K: KeyStore>(
 ) -> Result<(StatusCode, Agent), ApiError> {
     // Who is asking comes first: an unauthenticated caller learns nothing about the body rules.
     let caller = auth::caller(request, keys).await?;
+    shared::http::require_method(request, "POST")?;
     let span = tracing::Span::current();
     span.record("namespace", caller.namespace.as_str());
 
@@ -156,6 +157,26 @@ mod tests {
                 .unwrap()
                 .contains("Content-Type: application/json")
         );
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_not_utf8_is_400() {
+        // API Gateway hands such a body over base64-encoded; lambda_http decodes it to bytes.
+        let store = MemoryStore::default();
+        let (status, body) = call(&store, event("create-agent-not-utf8.json")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["code"], "GENERIC_BAD_REQUEST");
+        assert_eq!(store.agent_count(), 0, "nothing is written");
+    }
+
+    #[tokio::test]
+    async fn another_method_is_405_with_allow() {
+        let store = MemoryStore::default();
+        let response = handle(&store, &store, event("create-agent-wrong-method.json")).await;
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(response.headers()["allow"], "POST");
+        let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        assert_eq!(body["code"], "METHOD_NOT_ALLOWED");
     }
 
     #[tokio::test]
