@@ -7,17 +7,24 @@ hook drops such a failure only when the request really breaks one of those rules
 is the contract's 400 naming exactly that rule's field; any other rejection still fails the run.
 The rules themselves are tested in tests/ (logs.rs, create_agent.rs) and in the unit tests.
 
+Likewise an `Idempotency-Key` is bound to the first body sent with it (24 hours): a later request
+with that key and another body is a 422 by the contract of the header. The hook remembers the
+first body of every key that got a 201, and drops the 422 only when the body really differs.
+
 One more failure is not the service's: `cargo lambda watch` turns an HTTP request into the API
-Gateway event itself, and for a JSON body that is not UTF-8 it answers its own text/plain 500
-before any function runs. API Gateway hands such a body to the function base64-encoded, and the
-function answers 400 (events/create-agent-not-utf8.json, tested in functions/create-agent). Only
-that exact emulator answer to that exact kind of body is dropped.
+Gateway event itself, and for a JSON body or a header value that is not UTF-8 it answers its own
+text/plain 500 before any function runs. API Gateway hands such a body to the function
+base64-encoded, and the function answers 400 (events/create-agent-not-utf8.json, tested in
+functions/create-agent; a non-ASCII Idempotency-Key is a 400 too, shared::idempotency). Only that
+exact emulator answer to that exact kind of request is dropped.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import uuid
 
 import schemathesis
 
@@ -66,25 +73,88 @@ def _broken_cross_field_rules(case) -> set[str]:
     return broken
 
 
-def _is_utf8(body) -> bool:
-    if body is None or isinstance(body, str):
+def _is_utf8(data) -> bool:
+    if data is None:
+        return True
+    if isinstance(data, str):
+        # requests sends a str header value as latin-1 and a str body as UTF-8.
         return True
     try:
-        bytes(body).decode("utf-8")
+        bytes(data).decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True
 
 
-def _emulator_refused_the_body(response) -> bool:
-    """cargo lambda watch's own 500 for a body that is not UTF-8 (no function was invoked)."""
+def _header_bytes(value) -> bytes:
+    """A header value as requests puts it on the wire (latin-1 for str)."""
+    return value if isinstance(value, bytes) else str(value).encode("latin-1", errors="replace")
+
+
+def _emulator_refused_the_request(response) -> bool:
+    """cargo lambda watch's own 500 for a body or a header value that is not UTF-8: it cannot put
+    them in the JSON event, and no function was invoked."""
     content_type = ",".join(response.headers.get("content-type", []))
-    return (
+    if not (
         response.status_code == 500
         and content_type.startswith("text/plain")
         and b"https://httpstatuses.com/500" in response.content
-        and not _is_utf8(response.request.body)
-    )
+    ):
+        return False
+    request = response.request
+    headers_utf8 = all(_is_utf8(_header_bytes(value)) for value in request.headers.values())
+    return not (_is_utf8(request.body) and headers_utf8)
+
+
+# Idempotency-Key → canonical JSON of the body whose create got a 201 with it.
+_first_body_of_key: dict[str, str] = {}
+
+
+def _canonical(body) -> str:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def _idempotency_key(case):
+    for name, value in (case.headers or {}).items():
+        if name.lower() == "idempotency-key":
+            return value
+    return None
+
+
+_VALID_KEY = re.compile(r"[!-~]{1,255}")
+
+
+@schemathesis.hook
+def map_headers(context, headers):
+    """Makes each valid generated Idempotency-Key unique, as a client does (one key per intended
+    create): otherwise the few values the generator favours would bind most creates to an earlier
+    body, and the run would test the 422 instead of the create. Invalid keys stay invalid."""
+    if not isinstance(headers, dict):
+        return headers
+    for name, value in list(headers.items()):
+        if name.lower() == "idempotency-key" and isinstance(value, str) and _VALID_KEY.fullmatch(value):
+            headers[name] = f"{value[:200]}-{uuid.uuid4().hex}"
+    return headers
+
+
+@schemathesis.hook
+def after_call(context, case, response) -> None:
+    key = _idempotency_key(case)
+    if key is not None and response.status_code == 201 and key not in _first_body_of_key:
+        _first_body_of_key[key] = _canonical(case.body)
+
+
+def _is_reused_idempotency_key(failure, case, response) -> bool:
+    if failure.code != "ST202" or response.status_code != 422:
+        return False
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return False
+    if not isinstance(body, dict) or body.get("code") != "IDEMPOTENCY_KEY_REUSED":
+        return False
+    key = _idempotency_key(case)
+    return key in _first_body_of_key and _first_body_of_key[key] != _canonical(case.body)
 
 
 def _record_drop(case, failure, reason: str) -> bool:
@@ -100,8 +170,10 @@ def _record_drop(case, failure, reason: str) -> bool:
 def filter_failure(context, failure, case, response) -> bool:
     """Keep every failure except a 400 that names the cross-field rule the request broke, and
     the emulator's refusal of a non-UTF-8 body."""
-    if _emulator_refused_the_body(response):
-        return _record_drop(case, failure, "cargo lambda watch refused a non-UTF-8 body")
+    if _emulator_refused_the_request(response):
+        return _record_drop(case, failure, "cargo lambda watch refused a non-UTF-8 body or header")
+    if _is_reused_idempotency_key(failure, case, response):
+        return _record_drop(case, failure, "422 for an Idempotency-Key reused with another body")
     if failure.code != "ST202" or response.status_code != 400:
         return True
     try:

@@ -26,6 +26,11 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// An `Idempotency-Key` already used, within its 24 hours, with another request body.
+    #[error(
+        "This Idempotency-Key was used with a different request body in the last 24 hours; send a new key for a new request"
+    )]
+    IdempotencyKeyReused,
     /// A method the route does not serve; `allow` is the one it does (the `Allow` header).
     #[error("Method not allowed; this resource accepts {allow}")]
     MethodNotAllowed { allow: &'static str },
@@ -70,6 +75,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -85,6 +91,7 @@ impl ApiError {
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::Conflict(_) => "CONFLICT",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
+            ApiError::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::Unavailable(_) => "SERVICE_UNAVAILABLE",
@@ -156,6 +163,11 @@ mod tests {
                 ApiError::MethodNotAllowed { allow: "POST" },
                 405,
                 "METHOD_NOT_ALLOWED",
+            ),
+            (
+                ApiError::IdempotencyKeyReused,
+                422,
+                "IDEMPOTENCY_KEY_REUSED",
             ),
             (
                 ApiError::PayloadTooLarge { limit: 65536 },

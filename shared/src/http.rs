@@ -23,6 +23,11 @@ pub fn json_response<T: Serialize>(status: StatusCode, body: &T) -> Response<Bod
     }
 }
 
+/// A response whose JSON body is already serialized (an answer kept for a replay).
+pub fn json_bytes_response(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
+    build(status, bytes)
+}
+
 fn build(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     let mut response = Response::new(Body::Binary(bytes));
     *response.status_mut() = status;

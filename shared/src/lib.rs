@@ -11,6 +11,7 @@ pub mod aws;
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod idempotency;
 pub mod logs;
 pub mod manifest;
 pub mod namespace;

@@ -69,7 +69,7 @@ async fn a_failed_name_condition_is_name_taken() {
         .then_error(|| cancelled(&["ConditionalCheckFailed", "None"]));
     let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
     assert_eq!(
-        store.create_agent(&owner(), &agent()).await.unwrap(),
+        store.create_agent(&owner(), &agent(), None).await.unwrap(),
         CreateOutcome::NameTaken
     );
 }
@@ -91,7 +91,7 @@ async fn a_lost_race_is_retried_then_succeeds() {
         &[&rule]
     ));
     assert_eq!(
-        store.create_agent(&owner(), &agent()).await.unwrap(),
+        store.create_agent(&owner(), &agent(), None).await.unwrap(),
         CreateOutcome::Created
     );
     assert_eq!(rule.num_calls(), 3);
@@ -102,7 +102,10 @@ async fn a_race_lost_every_time_is_a_503() {
     let rule = mock!(Client::transact_write_items)
         .then_error(|| cancelled(&["TransactionConflict", "None"]));
     let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
-    let error = store.create_agent(&owner(), &agent()).await.unwrap_err();
+    let error = store
+        .create_agent(&owner(), &agent(), None)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::Throttled(_)), "{error:?}");
     assert_eq!(status(error), 503);
 }
@@ -122,7 +125,12 @@ async fn throttling_is_a_503_with_retry_after() {
         )
     });
     let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
-    let error = ApiError::from(store.create_agent(&owner(), &agent()).await.unwrap_err());
+    let error = ApiError::from(
+        store
+            .create_agent(&owner(), &agent(), None)
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(error.status().as_u16(), 503);
     assert_eq!(error.retry_after(), Some(1));
     let response = shared::http::error_response(&error);

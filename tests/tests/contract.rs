@@ -168,6 +168,25 @@ async fn create_responses_conform_to_the_document() {
     assert_eq!(status, 415);
     assert_conforms(&document, "post", "/agents", status, &body);
     assert_eq!(seen.len(), 5);
+
+    // A replay and a reused key.
+    let with_key = |body: Value| {
+        let mut request = create(body);
+        request
+            .headers_mut()
+            .insert("idempotency-key", "contract-key".parse().unwrap());
+        request
+    };
+    let body = json!({"serviceName": "keyed", "image": "ghcr.io/acme/agent:1.0"});
+    for expected in [201, 201] {
+        let (status, answer) = parts(handle(with_key(body.clone())).await);
+        assert_eq!(status, expected, "{answer}");
+        assert_conforms(&document, "post", "/agents", status, &answer);
+    }
+    let (status, answer) =
+        parts(handle(with_key(json!({"serviceName": "other", "image": "a"}))).await);
+    assert_eq!(status, 422, "{answer}");
+    assert_conforms(&document, "post", "/agents", status, &answer);
 }
 
 #[tokio::test]

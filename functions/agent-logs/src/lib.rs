@@ -112,7 +112,7 @@ mod tests {
             AgentSpec::from_json(serde_json::json!({"serviceName": "demo-agent", "image": "demo"}))
                 .unwrap();
         let agent = Agent::new(&spec, &owner.namespace, "2026-11-22T19:00:00.000Z");
-        store.create_agent(&owner, &agent).await.unwrap();
+        store.create_agent(&owner, &agent, None).await.unwrap();
         let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64;
         let lines: Vec<LogLine> = ["starting", "ERROR upstream timeout", "session ended"]
             .iter()

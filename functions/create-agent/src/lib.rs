@@ -1,13 +1,15 @@
 //! POST /v1/agents: validates the request, builds the manifest, writes the agent and its first
-//! deployment in one transaction, and answers 201 with the agent (contract section 3).
+//! deployment in one transaction, and answers 201 with the agent (contract section 3). With an
+//! `Idempotency-Key`, a retry of the same body within 24 hours gets the first answer again.
 
-use lambda_http::http::StatusCode;
+use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::{Agent, AgentSpec};
 use shared::auth;
+use shared::idempotency::{self, IdempotencyKey, IdempotencyRecord};
 use shared::store::{AgentStore, CreateOutcome, KeyStore};
-use shared::timestamp::now_rfc3339_millis;
+use shared::timestamp::rfc3339_millis;
 
 /// Handles one request; every outcome, including failures, is a response.
 pub async fn handle<A: AgentStore, K: KeyStore>(
@@ -15,34 +17,86 @@ pub async fn handle<A: AgentStore, K: KeyStore>(
     keys: &K,
     request: Request,
 ) -> Response<Body> {
-    shared::http::respond(create_agent(agents, keys, &request).await)
+    match create_agent(agents, keys, &request).await {
+        Ok(Answer::Created(body)) => shared::http::json_bytes_response(StatusCode::CREATED, body),
+        Ok(Answer::Replayed { status, body }) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::CREATED);
+            let mut response = shared::http::json_bytes_response(status, body.into_bytes());
+            response.headers_mut().insert(
+                idempotency::REPLAYED_HEADER,
+                HeaderValue::from_static("true"),
+            );
+            response
+        }
+        Err(error) => shared::http::error_response(&error),
+    }
 }
 
-#[tracing::instrument(skip_all, fields(namespace, agent))]
+/// What a successful request answers: a new agent, or the first answer to its Idempotency-Key.
+enum Answer {
+    /// The agent as JSON (serialized once: the same bytes are the answer and the record).
+    Created(Vec<u8>),
+    Replayed {
+        status: u16,
+        body: String,
+    },
+}
+
+#[tracing::instrument(skip_all, fields(namespace, agent, idempotent))]
 async fn create_agent<A: AgentStore, K: KeyStore>(
     agents: &A,
     keys: &K,
     request: &Request,
-) -> Result<(StatusCode, Agent), ApiError> {
+) -> Result<Answer, ApiError> {
     // Who is asking comes first: an unauthenticated caller learns nothing about the body rules.
     let caller = auth::caller(request, keys).await?;
     shared::http::require_method(request, "POST")?;
     let span = tracing::Span::current();
     span.record("namespace", caller.namespace.as_str());
+    let idempotency_key = IdempotencyKey::from_headers(request.headers())?;
+    span.record("idempotent", idempotency_key.is_some());
 
-    let spec = AgentSpec::from_json(shared::http::request_json(request)?)?;
+    let body = shared::http::request_json(request)?;
+    let fingerprint = idempotency_key
+        .as_ref()
+        .map(|_| idempotency::fingerprint(&body));
+    let spec = AgentSpec::from_json(body)?;
     span.record("agent", spec.service_name.as_str());
 
-    let agent = Agent::new(&spec, &caller.namespace, &now_rfc3339_millis());
-    match agents.create_agent(&caller, &agent).await? {
+    let now = time::OffsetDateTime::now_utc();
+    let agent = Agent::new(&spec, &caller.namespace, &rfc3339_millis(now));
+    let answer = serde_json::to_vec(&agent).map_err(ApiError::internal)?;
+    let record = idempotency_key
+        .zip(fingerprint)
+        .map(|(key, fingerprint)| IdempotencyRecord {
+            key_digest: key.digest(),
+            fingerprint,
+            status: StatusCode::CREATED.as_u16(),
+            body: String::from_utf8_lossy(&answer).into_owned(),
+            created_at: agent.created_at.clone(),
+            expires_at: now.unix_timestamp() + idempotency::RETENTION_SECONDS,
+        });
+    match agents
+        .create_agent(&caller, &agent, record.as_ref())
+        .await?
+    {
         CreateOutcome::Created => {
             tracing::info!(deployment_id = %agent.active_deployment_id, "agent created");
-            Ok((StatusCode::CREATED, agent))
+            Ok(Answer::Created(answer))
         }
         CreateOutcome::NameTaken => Err(ApiError::Conflict(format!(
             "An agent named '{}' already exists in this account",
             agent.name
         ))),
+        CreateOutcome::KeyUsed(first) => {
+            let fingerprint = record.map(|record| record.fingerprint).unwrap_or_default();
+            let (status, body) = first.replay_for(&fingerprint)?;
+            tracing::info!(status, "idempotent replay");
+            Ok(Answer::Replayed {
+                status,
+                body: body.to_owned(),
+            })
+        }
     }
 }
 
@@ -157,6 +211,79 @@ mod tests {
                 .unwrap()
                 .contains("Content-Type: application/json")
         );
+    }
+
+    fn with_body(mut request: Request, body: Value) -> Request {
+        *request.body_mut() = Body::Text(body.to_string());
+        request
+    }
+
+    #[tokio::test]
+    async fn a_retry_with_the_same_key_and_body_replays_the_first_answer() {
+        let store = MemoryStore::default();
+        let first = handle(&store, &store, event("create-agent-idempotent.json")).await;
+        assert_eq!(first.status(), StatusCode::CREATED);
+        assert!(first.headers().get(idempotency::REPLAYED_HEADER).is_none());
+
+        // The same members in another order and spacing are the same body.
+        let again = with_body(
+            event("create-agent-idempotent.json"),
+            json!({"image": "ghcr.io/acme/agent:1.0", "serviceName": "retry-bot"}),
+        );
+        let replay = handle(&store, &store, again).await;
+        assert_eq!(replay.status(), StatusCode::CREATED);
+        assert_eq!(replay.headers()[idempotency::REPLAYED_HEADER], "true");
+        assert_eq!(
+            replay.body().as_ref(),
+            first.body().as_ref(),
+            "byte for byte"
+        );
+        assert_eq!(store.agent_count(), 1);
+        assert_eq!(store.idempotency_record_count(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_same_key_with_another_body_is_422_and_writes_nothing() {
+        let store = MemoryStore::default();
+        assert_eq!(
+            call(&store, event("create-agent-idempotent.json")).await.0,
+            StatusCode::CREATED
+        );
+        let other = with_body(
+            event("create-agent-idempotent.json"),
+            json!({"serviceName": "another-bot", "image": "ghcr.io/acme/agent:1.0"}),
+        );
+        let (status, body) = call(&store, other).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(body["code"], "IDEMPOTENCY_KEY_REUSED");
+        assert_eq!(store.agent_count(), 1);
+        assert!(
+            store
+                .agent(&fixture_caller().namespace, "another-bot")
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_key_a_retry_is_a_409_and_a_malformed_key_a_400() {
+        let store = MemoryStore::default();
+        assert_eq!(
+            call(&store, event("create-agent.json")).await.0,
+            StatusCode::CREATED
+        );
+        assert_eq!(
+            call(&store, event("create-agent.json")).await.0,
+            StatusCode::CONFLICT
+        );
+
+        let mut malformed = event("create-agent-idempotent.json");
+        malformed
+            .headers_mut()
+            .insert("idempotency-key", HeaderValue::from_static("two words"));
+        let (status, body) = call(&store, malformed).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["field"], "Idempotency-Key");
+        assert_eq!(store.agent_count(), 1);
     }
 
     #[tokio::test]

@@ -149,6 +149,7 @@ mod tests {
             .create_agent(
                 &owner,
                 &Agent::new(&spec, &owner.namespace, "2026-01-01T00:00:00.000Z"),
+                None,
             )
             .await
             .unwrap();

@@ -8,6 +8,7 @@ use std::sync::{Mutex, MutexGuard};
 use super::{AgentStore, CreateOutcome, KeyStore, LogStore, StoreError};
 use crate::agent::Agent;
 use crate::auth::{ApiKey, KeyHash, KeyRecord, Principal};
+use crate::idempotency::IdempotencyRecord;
 use crate::logs::{LogFilter, LogLine, Order, Scan, ScanLimits, StoredLine, matches_query};
 
 /// One agent's lines: position → (line, expires at).
@@ -16,6 +17,8 @@ type AgentLog = BTreeMap<String, (LogLine, i64)>;
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     agents: Mutex<HashMap<(String, String), Agent>>,
+    /// (namespace, key digest) → record; guarded by the agents' lock, as one transaction.
+    idempotency: Mutex<HashMap<(String, String), IdempotencyRecord>>,
     keys: Mutex<HashMap<KeyHash, KeyRecord>>,
     logs: Mutex<HashMap<(String, String), AgentLog>>,
 }
@@ -60,6 +63,10 @@ impl MemoryStore {
     pub fn agent_count(&self) -> usize {
         lock(&self.agents).len()
     }
+
+    pub fn idempotency_record_count(&self) -> usize {
+        lock(&self.idempotency).len()
+    }
 }
 
 impl AgentStore for MemoryStore {
@@ -67,13 +74,28 @@ impl AgentStore for MemoryStore {
         &self,
         owner: &Principal,
         agent: &Agent,
+        idempotency: Option<&IdempotencyRecord>,
     ) -> Result<CreateOutcome, StoreError> {
         let mut agents = lock(&self.agents);
+        let mut records = lock(&self.idempotency);
+        if let Some(record) = idempotency {
+            let now = record.expires_at - crate::idempotency::RETENTION_SECONDS;
+            let key = (owner.namespace.clone(), record.key_digest.clone());
+            if let Some(found) = records.get(&key).filter(|found| found.is_live(now)) {
+                return Ok(CreateOutcome::KeyUsed(found.clone()));
+            }
+        }
         let key = (owner.namespace.clone(), agent.name.clone());
         if agents.contains_key(&key) {
             return Ok(CreateOutcome::NameTaken);
         }
         agents.insert(key, agent.clone());
+        if let Some(record) = idempotency {
+            records.insert(
+                (owner.namespace.clone(), record.key_digest.clone()),
+                record.clone(),
+            );
+        }
         Ok(CreateOutcome::Created)
     }
 }

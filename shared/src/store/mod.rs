@@ -7,6 +7,7 @@ use std::future::Future;
 
 use crate::agent::Agent;
 use crate::auth::{KeyHash, KeyRecord, Principal};
+use crate::idempotency::IdempotencyRecord;
 use crate::logs::{LogFilter, LogLine, Scan, ScanLimits};
 
 pub mod dynamodb;
@@ -30,19 +31,25 @@ pub enum StoreError {
 }
 
 /// The result of writing a new agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CreateOutcome {
     Created,
     /// An agent of that name already exists in the account; nothing was written.
     NameTaken,
+    /// The request's `Idempotency-Key` has a live record (an earlier or concurrent request with
+    /// that key got there first); nothing was written. The record is what it found.
+    KeyUsed(IdempotencyRecord),
 }
 
 pub trait AgentStore: Send + Sync {
-    /// Writes the agent and its deployment at once, or nothing when the name is taken.
+    /// Writes the agent and its deployment at once, or nothing when the name is taken. With an
+    /// `idempotency` record, writes it in the same transaction unless its key has a live record
+    /// already (then nothing is written and that record is returned).
     fn create_agent(
         &self,
         owner: &Principal,
         agent: &Agent,
+        idempotency: Option<&IdempotencyRecord>,
     ) -> impl Future<Output = Result<CreateOutcome, StoreError>> + Send;
 }
 

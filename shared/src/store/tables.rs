@@ -49,7 +49,8 @@ pub const AGENTS: TableSpec = TableSpec {
     env_var: crate::config::AGENTS_TABLE,
     partition_key: "pk",
     sort_key: "sk",
-    ttl_attribute: None,
+    // Idempotency-Key records expire after 24 hours.
+    ttl_attribute: Some("expiresAt"),
     indexes: &[],
 };
 

@@ -3,7 +3,9 @@
 //! AgentsTable (pk, sk):
 //! - agent:       `NS#{namespace}` / `AGENT#{name}`; the item's key is the name, so writing it
 //!   with `attribute_not_exists` is also what makes names unique within an account;
-//! - deployment:  `NS#{namespace}` / `DEPLOYMENT#{name}#{deploymentId}`, holding the manifest.
+//! - deployment:  `NS#{namespace}` / `DEPLOYMENT#{name}#{deploymentId}`, holding the manifest;
+//! - idempotency: `NS#{namespace}` / `IDEMPOTENCY#{sha256 hex of the key}`, the first answer to
+//!   an `Idempotency-Key`, expiring (TTL `expiresAt`) 24 hours after it was written.
 //!
 //! AccountsTable (pk, sk):
 //! - account:         `ACCOUNT#{accountId}` / `ACCOUNT`
@@ -15,13 +17,16 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{AgentStore, BoxError, CreateOutcome, KeyStore, StoreError};
 use crate::agent::{Agent, Deployment, NoiseVivaStatus};
 use crate::auth::{ApiKey, KeyHash, KeyRecord, Principal};
 use crate::config::TableNames;
+use crate::idempotency::IdempotencyRecord;
 use crate::manifest::{Manifest, Replicas};
 use crate::timestamp::now_rfc3339_millis;
 
@@ -108,6 +113,51 @@ pub struct DeploymentItem {
     pub manifest: Manifest,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// The first answer to an `Idempotency-Key` of an account.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdempotencyItem {
+    pub pk: String,
+    pub sk: String,
+    pub fingerprint: String,
+    pub status: u16,
+    pub body: String,
+    pub created_at: String,
+    /// Unix seconds; the table's TTL attribute.
+    pub expires_at: i64,
+}
+
+impl IdempotencyItem {
+    pub fn new(namespace: &str, record: &IdempotencyRecord) -> Self {
+        IdempotencyItem {
+            pk: format!("NS#{namespace}"),
+            sk: format!("IDEMPOTENCY#{}", record.key_digest),
+            fingerprint: record.fingerprint.clone(),
+            status: record.status,
+            body: record.body.clone(),
+            created_at: record.created_at.clone(),
+            expires_at: record.expires_at,
+        }
+    }
+}
+
+impl From<IdempotencyItem> for IdempotencyRecord {
+    fn from(item: IdempotencyItem) -> Self {
+        IdempotencyRecord {
+            key_digest: item
+                .sk
+                .strip_prefix("IDEMPOTENCY#")
+                .unwrap_or(&item.sk)
+                .to_owned(),
+            fingerprint: item.fingerprint,
+            status: item.status,
+            body: item.body,
+            created_at: item.created_at,
+            expires_at: item.expires_at,
+        }
+    }
 }
 
 impl AgentItem {
@@ -248,10 +298,28 @@ fn put<T: Serialize>(table: &str, item: &T) -> Result<TransactWriteItem, StoreEr
     Ok(TransactWriteItem::builder().put(put).build())
 }
 
-/// Why a transaction was cancelled, item by item (`None` where that item was fine).
-fn cancellation_codes<R>(
+/// The put of an idempotency record: it may replace a dead record of the same key that TTL has
+/// not deleted yet, never a live one; when it may not, the live record comes back in the
+/// cancellation reason (no second read).
+fn put_idempotency(table: &str, item: &IdempotencyItem) -> Result<TransactWriteItem, StoreError> {
+    let now = item.expires_at - crate::idempotency::RETENTION_SECONDS;
+    let put = Put::builder()
+        .table_name(table)
+        .set_item(Some(serde_dynamo::to_item(item).map_err(mapping)?))
+        .condition_expression("attribute_not_exists(pk) OR #expiresAt <= :now")
+        .expression_attribute_names("#expiresAt", "expiresAt")
+        .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .build()
+        .map_err(|e| StoreError::Unexpected(e.into()))?;
+    Ok(TransactWriteItem::builder().put(put).build())
+}
+
+/// Why a transaction was cancelled, item by item: the code (`None` where that item was fine) and
+/// the item found, for a Put that asked for it with `ReturnValuesOnConditionCheckFailure`.
+fn cancellation_reasons<R>(
     error: &SdkError<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError, R>,
-) -> Option<Vec<Option<String>>> {
+) -> Option<Vec<(Option<String>, Option<Item>)>> {
     match error.as_service_error()? {
         aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(
             cancelled,
@@ -259,7 +327,10 @@ fn cancellation_codes<R>(
             cancelled
                 .cancellation_reasons()
                 .iter()
-                .map(|reason| reason.code().filter(|code| *code != "None").map(str::to_owned))
+                .map(|reason| {
+                    let code = reason.code().filter(|code| *code != "None").map(str::to_owned);
+                    (code, reason.item().cloned())
+                })
                 .collect(),
         ),
         _ => None,
@@ -269,8 +340,12 @@ fn cancellation_codes<R>(
 /// Outcome of a transaction whose items are all conditional puts.
 enum Transaction {
     Written,
-    /// The condition of these items (by position) failed.
-    ConditionFailed(Vec<usize>),
+    /// The condition of these items (by position) failed; `found` holds, by position, the item
+    /// a Put that asked for it found in its way.
+    ConditionFailed {
+        failed: Vec<usize>,
+        found: Vec<Option<Item>>,
+    },
 }
 
 /// The adapter: one client and the table names, built once at cold start. A function is given
@@ -341,22 +416,22 @@ impl DynamoStore {
                 Ok(_) => return Ok(Transaction::Written),
                 Err(error) => error,
             };
-            let Some(codes) = cancellation_codes(&error) else {
+            let Some(reasons) = cancellation_reasons(&error) else {
                 return Err(classify(error));
             };
-            let failed: Vec<usize> = codes
+            let failed: Vec<usize> = reasons
                 .iter()
                 .enumerate()
-                .filter(|(_, code)| code.as_deref() == Some("ConditionalCheckFailed"))
+                .filter(|(_, (code, _))| code.as_deref() == Some("ConditionalCheckFailed"))
                 .map(|(index, _)| index)
                 .collect();
             if !failed.is_empty() {
-                return Ok(Transaction::ConditionFailed(failed));
+                let found = reasons.into_iter().map(|(_, item)| item).collect();
+                return Ok(Transaction::ConditionFailed { failed, found });
             }
-            let conflict = codes
+            let conflict = reasons
                 .iter()
-                .flatten()
-                .any(|code| code == "TransactionConflict");
+                .any(|(code, _)| code.as_deref() == Some("TransactionConflict"));
             if conflict && attempt < TRANSACTION_CONFLICT_ATTEMPTS {
                 tokio::time::sleep(std::time::Duration::from_millis(20 * attempt as u64)).await;
                 continue;
@@ -501,14 +576,14 @@ impl DynamoStore {
                     });
                 }
                 // The account appeared meanwhile: read it on the next turn.
-                Transaction::ConditionFailed(failed) if failed == [0] => continue,
-                Transaction::ConditionFailed(_) if namespace.is_some() => {
+                Transaction::ConditionFailed { failed, .. } if failed == [0] => continue,
+                Transaction::ConditionFailed { .. } if namespace.is_some() => {
                     return Err(AdminError::Invalid(format!(
                         "namespace {chosen} belongs to another account"
                     )));
                 }
                 // The namespace drawn was taken: draw another.
-                Transaction::ConditionFailed(_) => continue,
+                Transaction::ConditionFailed { .. } => continue,
             }
         }
         Err(AdminError::Store(StoreError::Unexpected(
@@ -548,7 +623,7 @@ impl DynamoStore {
         ];
         match self.transact(items).await? {
             Transaction::Written => Ok((key, record.into())),
-            Transaction::ConditionFailed(_) => Err(AdminError::Store(StoreError::Unexpected(
+            Transaction::ConditionFailed { .. } => Err(AdminError::Store(StoreError::Unexpected(
                 "a freshly generated key collided with a stored one".into(),
             ))),
         }
@@ -613,7 +688,7 @@ impl DynamoStore {
         ];
         match self.transact(items).await? {
             Transaction::Written => Ok(()),
-            Transaction::ConditionFailed(_) => Err(AdminError::NoKey),
+            Transaction::ConditionFailed { .. } => Err(AdminError::NoKey),
         }
     }
 
@@ -630,11 +705,12 @@ impl AgentStore for DynamoStore {
         &self,
         owner: &Principal,
         agent: &Agent,
+        idempotency: Option<&IdempotencyRecord>,
     ) -> Result<CreateOutcome, StoreError> {
         let deployment = agent.deployment.as_ref().ok_or_else(|| {
             StoreError::Unexpected("a new agent must carry its deployment".into())
         })?;
-        let items = vec![
+        let mut items = vec![
             put(
                 &self.agents_table,
                 &AgentItem::new(owner, agent, &deployment.service_id),
@@ -644,16 +720,38 @@ impl AgentStore for DynamoStore {
                 &DeploymentItem::new(owner, &agent.name, deployment),
             )?,
         ];
-        Ok(match self.transact(items).await? {
-            Transaction::Written => CreateOutcome::Created,
-            Transaction::ConditionFailed(failed) if failed == [0] => CreateOutcome::NameTaken,
-            // A deployment id collision (a v4 UUID): impossible in practice, never silent.
-            Transaction::ConditionFailed(_) => {
-                return Err(StoreError::Unexpected(
-                    "deployment id already stored".into(),
-                ));
+        if let Some(record) = idempotency {
+            items.push(put_idempotency(
+                &self.agents_table,
+                &IdempotencyItem::new(&owner.namespace, record),
+            )?);
+        }
+        const AGENT: usize = 0;
+        const IDEMPOTENCY: usize = 2;
+        match self.transact(items).await? {
+            Transaction::Written => Ok(CreateOutcome::Created),
+            // The key's record comes first: a retry of a create that landed finds both its
+            // name taken and its key used, and must get the first answer back.
+            Transaction::ConditionFailed { failed, mut found } if failed.contains(&IDEMPOTENCY) => {
+                let item = found
+                    .get_mut(IDEMPOTENCY)
+                    .and_then(Option::take)
+                    .ok_or_else(|| {
+                        StoreError::Unexpected(
+                            "the failed idempotency condition returned no item".into(),
+                        )
+                    })?;
+                let record: IdempotencyItem = serde_dynamo::from_item(item).map_err(mapping)?;
+                Ok(CreateOutcome::KeyUsed(record.into()))
             }
-        })
+            Transaction::ConditionFailed { failed, .. } if failed == [AGENT] => {
+                Ok(CreateOutcome::NameTaken)
+            }
+            // A deployment id collision (a v4 UUID): impossible in practice, never silent.
+            Transaction::ConditionFailed { .. } => Err(StoreError::Unexpected(
+                "deployment id already stored".into(),
+            )),
+        }
     }
 }
 
