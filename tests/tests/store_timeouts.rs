@@ -1,0 +1,106 @@
+//! A store that accepts connections and never answers (a black hole on loopback): every call
+//! ends at the client's operation timeout, and each handler turns it into the contract's 503
+//! with `Retry-After`, well inside a Lambda timeout; the authorizer reports an error (the gateway
+//! answers 500 and caches nothing) rather than a cached denial of a valid key.
+
+use std::time::{Duration, Instant};
+
+use integration_tests::{event, parts};
+use shared::config::TableNames;
+use shared::store::dynamodb::DynamoStore;
+
+/// Accepts connections on a free loopback port and holds them open, silent.
+async fn black_hole() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    format!("http://{address}")
+}
+
+async fn silent_store() -> DynamoStore {
+    let client = shared::aws::dynamodb_client(Some(&black_hole().await)).await;
+    DynamoStore::new(
+        client,
+        TableNames {
+            agents: "agents".into(),
+            accounts: "accounts".into(),
+            logs: "logs".into(),
+        },
+    )
+}
+
+/// The bound a caller waits at most: the operation timeout, plus scheduling slack.
+fn bound() -> Duration {
+    shared::aws::OPERATION_TIMEOUT + Duration::from_secs(2)
+}
+
+#[tokio::test]
+async fn a_create_that_times_out_is_503_with_retry_after() {
+    let store = silent_store().await;
+    let started = Instant::now();
+    // The gateway's event: the authorizer already named the caller, so the first store call is
+    // the create's transaction.
+    let response = create_agent::handle(&store, &store, event("create-agent.json")).await;
+    let waited = started.elapsed();
+    assert_eq!(response.headers()["retry-after"], "1");
+    let (status, body) = parts(response);
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], "SERVICE_UNAVAILABLE");
+    assert!(!body.to_string().contains("timeout"), "no SDK text: {body}");
+    assert!(waited < bound(), "waited {waited:?}");
+}
+
+#[tokio::test]
+async fn a_key_check_that_times_out_is_503_not_401() {
+    let store = silent_store().await;
+    let key = shared::auth::ApiKey::generate();
+    let request = integration_tests::direct_create(
+        Some(&integration_tests::bearer(&key)),
+        &serde_json::json!({"serviceName": "bot", "image": "a"}),
+    );
+    let response = create_agent::handle(&store, &store, request).await;
+    assert_eq!(response.headers()["retry-after"], "1");
+    assert_eq!(parts(response).0, 503);
+}
+
+#[tokio::test]
+async fn a_log_read_that_times_out_is_503_with_retry_after() {
+    let store = silent_store().await;
+    let started = Instant::now();
+    let response = agent_logs::handle(
+        &store,
+        &store,
+        agent_logs::Settings { retention_days: 30 },
+        event("agent-logs.json"),
+    )
+    .await;
+    assert!(started.elapsed() < bound());
+    assert_eq!(response.headers()["retry-after"], "1");
+    assert_eq!(parts(response).0, 503);
+}
+
+#[tokio::test]
+async fn an_authorizer_that_times_out_errs_instead_of_denying() {
+    let store = silent_store().await;
+    let event: aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerV2Request =
+        serde_json::from_str(
+            &std::fs::read_to_string(format!(
+                "{}/../events/authorizer.json",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+    let started = Instant::now();
+    let outcome = authorizer::authorize(&store, event).await;
+    assert!(started.elapsed() < bound());
+    assert!(
+        matches!(outcome, Err(shared::store::StoreError::Timeout(_))),
+        "{outcome:?}"
+    );
+}
