@@ -125,3 +125,68 @@ pub fn parts(response: lambda_http::Response<lambda_http::Body>) -> (u16, serde_
         .unwrap_or_else(|e| panic!("body of {status} is not JSON: {e}"));
     (status, body)
 }
+
+/// A subscription payload (what `awslogs.data` decodes to): events are (id, ms, message).
+pub fn log_data(
+    group: &str,
+    stream: &str,
+    events: &[(String, i64, String)],
+) -> aws_lambda_events::cloudwatch_logs::LogData {
+    let events: Vec<serde_json::Value> = events
+        .iter()
+        .map(|(id, timestamp, message)| {
+            serde_json::json!({"id": id, "timestamp": timestamp, "message": message})
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "messageType": "DATA_MESSAGE", "owner": "123456789012", "logGroup": group,
+        "logStream": stream, "subscriptionFilters": ["test"], "logEvents": events
+    }))
+    .unwrap()
+}
+
+/// Creates an agent of that name through the create handler (201 asserted).
+pub async fn create_named_agent(store: &TestStore, key: &ApiKey, name: &str) -> serde_json::Value {
+    let request = direct_create(
+        Some(&bearer(key)),
+        &serde_json::json!({"serviceName": name, "image": "ghcr.io/acme/agent:1.0"}),
+    );
+    let (status, body) = parts(create_agent::handle(&store.store, &store.store, request).await);
+    assert_eq!(status, 201, "{body}");
+    body
+}
+
+/// Lines through the ingest handler.
+pub async fn ingest(
+    store: &TestStore,
+    retention_days: u32,
+    data: aws_lambda_events::cloudwatch_logs::LogData,
+) -> ingest_logs::IngestReport {
+    ingest_logs::ingest(
+        &store.store,
+        &ingest_logs::KnownAgents::default(),
+        retention_days,
+        data,
+    )
+    .await
+    .unwrap()
+}
+
+/// GET /v1/agents/{agent}/logs through the logs handler.
+pub async fn read_logs(
+    store: &TestStore,
+    key: &ApiKey,
+    settings: agent_logs::Settings,
+    agent: &str,
+    params: &[(&str, String)],
+) -> (u16, serde_json::Value) {
+    parts(
+        agent_logs::handle(
+            &store.store,
+            &store.store,
+            settings,
+            logs_request(key, agent, params),
+        )
+        .await,
+    )
+}

@@ -2,7 +2,7 @@
 //! through the logs handler, and compared with a plain in-memory filter-sort-slice of the same
 //! lines.
 
-use integration_tests::{TestStore, bearer, logs_request, parts};
+use integration_tests::{TestStore, log_data};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -19,44 +19,15 @@ fn now_nanos() -> u64 {
     time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64
 }
 
-/// A subscription payload (what `awslogs.data` decodes to).
-fn log_data(
-    group: &str,
-    stream: &str,
-    events: &[(String, i64, String)],
-) -> aws_lambda_events::cloudwatch_logs::LogData {
-    let events: Vec<Value> = events
-        .iter()
-        .map(|(id, timestamp, message)| json!({"id": id, "timestamp": timestamp, "message": message}))
-        .collect();
-    serde_json::from_value(json!({
-        "messageType": "DATA_MESSAGE", "owner": "123456789012", "logGroup": group,
-        "logStream": stream, "subscriptionFilters": ["test"], "logEvents": events
-    }))
-    .unwrap()
-}
-
 async fn create_agent(store: &TestStore, key: &ApiKey, name: &str) {
-    let request = integration_tests::direct_create(
-        Some(&bearer(key)),
-        &json!({"serviceName": name, "image": "ghcr.io/acme/agent:1.0"}),
-    );
-    let (status, body) = parts(create_agent::handle(&store.store, &store.store, request).await);
-    assert_eq!(status, 201, "{body}");
+    integration_tests::create_named_agent(store, key, name).await;
 }
 
 async fn ingest(
     store: &TestStore,
     data: aws_lambda_events::cloudwatch_logs::LogData,
 ) -> ingest_logs::IngestReport {
-    ingest_logs::ingest(
-        &store.store,
-        &ingest_logs::KnownAgents::default(),
-        RETENTION_DAYS,
-        data,
-    )
-    .await
-    .unwrap()
+    integration_tests::ingest(store, RETENTION_DAYS, data).await
 }
 
 async fn read(
@@ -65,15 +36,7 @@ async fn read(
     agent: &str,
     params: &[(&str, String)],
 ) -> (u16, Value) {
-    parts(
-        agent_logs::handle(
-            &store.store,
-            &store.store,
-            SETTINGS,
-            logs_request(key, agent, params),
-        )
-        .await,
-    )
+    integration_tests::read_logs(store, key, SETTINGS, agent, params).await
 }
 
 /// One line as the model keeps it.

@@ -1,0 +1,211 @@
+//! A second account against every endpoint, on DynamoDB Local: with its own key, bob never
+//! reads, changes or learns of anything of alice's. Alice's agent is set up with secrets and
+//! log lines; bob then tries every route and parameter, her cursor and her idempotency key.
+
+use integration_tests::{TestStore, bearer, direct_create, ingest, log_data, parts, read_logs};
+use serde_json::{Value, json};
+use shared::store::dynamodb::DynamoStore;
+
+const SETTINGS: agent_logs::Settings = agent_logs::Settings { retention_days: 30 };
+const SECRET_TEXT: &str = "alice-private-token-8c1f";
+
+fn now_millis() -> i64 {
+    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// Nothing of alice's in a body bob got: not her lines, her namespace, her secrets or her ids.
+fn assert_nothing_of_alice(body: &Value, alice_namespace: &str, alice_agent: &Value) {
+    let text = body.to_string();
+    for leaked in [
+        SECRET_TEXT,
+        alice_namespace,
+        "alice-env",
+        alice_agent["activeDeploymentId"].as_str().unwrap(),
+        alice_agent["deployment"]["serviceId"].as_str().unwrap(),
+    ] {
+        assert!(!text.contains(leaked), "{leaked} reached bob: {text}");
+    }
+}
+
+async fn agent_item(store: &DynamoStore, namespace: &str, name: &str) -> Value {
+    let agent = store.get_agent(namespace, name).await.unwrap().unwrap();
+    serde_json::to_value(agent).unwrap()
+}
+
+#[tokio::test]
+async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
+    let store = TestStore::new().await;
+    let (alice, alice_key) = store.account_with_key("alice").await;
+    let (bob, bob_key) = store.account_with_key("bob").await;
+
+    // Alice: an agent with secrets, created with an idempotency key, and lines of a session.
+    let mut request = direct_create(
+        Some(&bearer(&alice_key)),
+        &json!({"serviceName": "support-bot", "image": "ghcr.io/acme/agent:1.0",
+                "secretSet": "alice-env", "imagePullSecretSet": "alice-pull"}),
+    );
+    request
+        .headers_mut()
+        .insert("idempotency-key", "shared-key-1".parse().unwrap());
+    let (status, alice_agent) =
+        parts(create_agent::handle(&store.store, &store.store, request).await);
+    assert_eq!(status, 201);
+    let deployment = alice_agent["activeDeploymentId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let events: Vec<(String, i64, String)> = (0..12)
+        .map(|i| {
+            (
+                format!("{i:056}"),
+                now_millis() - 5_000 + i,
+                format!("{SECRET_TEXT} line {i}"),
+            )
+        })
+        .collect();
+    let report = ingest(
+        &store,
+        30,
+        log_data(
+            &format!("/agent-hosting/{}/support-bot", alice.namespace),
+            &format!("{deployment}/session-1"),
+            &events,
+        ),
+    )
+    .await;
+    assert_eq!(report.stored, 12);
+    let (status, page) = read_logs(
+        &store,
+        &alice_key,
+        SETTINGS,
+        "support-bot",
+        &[("limit", "3".into())],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let alice_cursor = page["nextCursor"].as_str().unwrap().to_owned();
+    let alice_before = agent_item(&store.store, &alice.namespace, "support-bot").await;
+
+    // GET logs of alice's agent, with every parameter and with her cursor: 404, nothing more.
+    let all_parameters = [
+        ("deploymentId", deployment.clone()),
+        ("sessionId", "session-1".to_owned()),
+        ("query", SECRET_TEXT.to_owned()),
+        ("startTime", "0".to_owned()),
+        ("endTime", "253402300799".to_owned()),
+        ("order", "asc".to_owned()),
+        ("limit", "1000".to_owned()),
+        ("offset", "1".to_owned()),
+    ];
+    let mut attempts: Vec<Vec<(&str, String)>> = vec![vec![], all_parameters.to_vec()];
+    attempts.extend(
+        all_parameters
+            .iter()
+            .map(|parameter| vec![parameter.clone()]),
+    );
+    attempts.push(vec![("cursor", alice_cursor.clone())]);
+    for parameters in &attempts {
+        let (status, body) = read_logs(&store, &bob_key, SETTINGS, "support-bot", parameters).await;
+        assert_eq!(status, 404, "{parameters:?}: {body}");
+        assert_eq!(
+            body,
+            json!({"error": "No agent of that name in this account", "code": "NOT_FOUND"}),
+            "the same answer as for a name nobody has"
+        );
+    }
+    let (_, nobody) = read_logs(&store, &bob_key, SETTINGS, "no-such-bot", &[]).await;
+    let (_, alice_name) = read_logs(&store, &bob_key, SETTINGS, "support-bot", &[]).await;
+    assert_eq!(
+        nobody, alice_name,
+        "bob cannot tell alice's name from a free one"
+    );
+
+    // POST with alice's agent name and her idempotency key: bob gets an agent of his own, not a
+    // 409 and not a replay of her answer.
+    let mut request = direct_create(
+        Some(&bearer(&bob_key)),
+        &json!({"serviceName": "support-bot", "image": "ghcr.io/acme/agent:1.0",
+                "secretSet": "alice-env", "imagePullSecretSet": "alice-pull"}),
+    );
+    request
+        .headers_mut()
+        .insert("idempotency-key", "shared-key-1".parse().unwrap());
+    let response = create_agent::handle(&store.store, &store.store, request).await;
+    assert!(!response.headers().contains_key("idempotent-replayed"));
+    let (status, bob_agent) = parts(response);
+    assert_eq!(status, 201, "{bob_agent}");
+    assert_eq!(
+        bob_agent["deployment"]["manifest"]["metadata"]["namespace"],
+        bob.namespace.as_str()
+    );
+    assert_ne!(
+        bob_agent["activeDeploymentId"],
+        alice_agent["activeDeploymentId"]
+    );
+
+    // Bob's own agent of that name shows none of alice's lines, and her cursor does not travel.
+    let (status, body) = read_logs(&store, &bob_key, SETTINGS, "support-bot", &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["total"], json!({"value": 0, "relation": "eq"}));
+    assert_eq!(body["logs"], json!([]));
+    for parameters in &attempts[1..] {
+        let (status, body) = read_logs(&store, &bob_key, SETTINGS, "support-bot", parameters).await;
+        assert!(
+            status == 200 || status == 400,
+            "{parameters:?}: {status} {body}"
+        );
+        assert!(body["logs"].as_array().is_none_or(Vec::is_empty), "{body}");
+        assert_nothing_of_alice(&body, &alice.namespace, &alice_agent);
+    }
+    let (status, body) = read_logs(
+        &store,
+        &bob_key,
+        SETTINGS,
+        "support-bot",
+        &[("cursor", alice_cursor)],
+    )
+    .await;
+    assert_eq!(status, 400, "alice's cursor is not bob's: {body}");
+    assert_nothing_of_alice(&body, &alice.namespace, &alice_agent);
+
+    // The authorizer names bob, never alice, for bob's key.
+    let mut event = aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerV2Request::default();
+    event
+        .headers
+        .insert("authorization", bearer(&bob_key).parse().unwrap());
+    let allowed = authorizer::authorize(&store.store, event).await.unwrap();
+    assert!(allowed.is_authorized);
+    assert_eq!(allowed.context["namespace"], bob.namespace.as_str());
+    assert_eq!(allowed.context["accountId"], "bob");
+
+    // Lines sent under bob's namespace with alice's agent name land in bob's agent only.
+    ingest(
+        &store,
+        30,
+        log_data(
+            &format!("/agent-hosting/{}/support-bot", bob.namespace),
+            "bob-deployment",
+            &[("9".repeat(56), now_millis(), "bob's own line".to_owned())],
+        ),
+    )
+    .await;
+    let (_, alice_page) = read_logs(
+        &store,
+        &alice_key,
+        SETTINGS,
+        "support-bot",
+        &[("limit", "1000".into())],
+    )
+    .await;
+    assert_eq!(
+        alice_page["total"]["value"], 12,
+        "alice still has her 12 lines only"
+    );
+    assert!(!alice_page.to_string().contains("bob's own line"));
+
+    // Alice's agent is exactly as it was.
+    assert_eq!(
+        agent_item(&store.store, &alice.namespace, "support-bot").await,
+        alice_before
+    );
+}
