@@ -21,7 +21,7 @@ export ACCOUNTS_TABLE ?= accounts
 export LOGS_TABLE ?= logs
 export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
 
-.PHONY: help tools run test validate build schemathesis api-key logs-cost lint fmt clean
+.PHONY: help tools run test validate build schemathesis fuzz api-key logs-cost lint fmt clean
 
 help:
 	@echo "make run      start the API on http://127.0.0.1:$(PORT)/v1 with DynamoDB Local, print a dev API key"
@@ -31,6 +31,7 @@ help:
 	@echo "make validate sam validate --lint and cfn-lint on template.yaml"
 	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
 	@echo "make schemathesis   schemathesis against the local service (also in make test; SCHEMATHESIS_EXAMPLES=300)"
+	@echo "make fuzz     cargo fuzz: body parser, key checker, logs query (FUZZ_SECONDS=60 each; nightly)"
 	@echo "make lint     rustfmt and clippy"
 
 tools:
@@ -52,6 +53,9 @@ validate:
 
 build:
 	@scripts/build.sh
+
+fuzz:
+	@scripts/fuzz.sh
 
 schemathesis:
 	@scripts/local.sh dynamodb-tools
