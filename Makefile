@@ -21,7 +21,7 @@ export ACCOUNTS_TABLE ?= accounts
 export LOGS_TABLE ?= logs
 export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
 
-.PHONY: help tools run test validate build schemathesis fuzz api-key logs-cost lint fmt clean
+.PHONY: help tools run test validate build schemathesis fuzz bench api-key logs-cost lint fmt clean
 
 help:
 	@echo "make run      start the API on http://127.0.0.1:$(PORT)/v1 with DynamoDB Local, print a dev API key"
@@ -31,6 +31,7 @@ help:
 	@echo "make validate sam validate --lint and cfn-lint on template.yaml"
 	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
 	@echo "make schemathesis   schemathesis against the local service (also in make test; SCHEMATHESIS_EXAMPLES=300)"
+	@echo "make bench    cold init, latency and sizes of the release binaries (BENCH_STARTS=21, BENCH_REQUESTS=200)"
 	@echo "make fuzz     cargo fuzz: body parser, key checker, logs query (FUZZ_SECONDS=60 each; nightly)"
 	@echo "make lint     rustfmt and clippy"
 
@@ -56,6 +57,16 @@ build:
 
 fuzz:
 	@scripts/fuzz.sh
+
+# Release builds of the four functions and of a hello-world lambda_runtime binary (one cargo
+# invocation, one profile), then the table; handler CPU with criterion (cargo bench).
+bench:
+	@scripts/local.sh dynamodb-tools
+	cargo build --release --quiet -p create-agent -p agent-logs -p ingest-logs -p authorizer \
+		-p agent-hosting-bench --bin create-agent --bin agent-logs --bin ingest-logs --bin authorizer \
+		--bin hello-lambda
+	@scripts/with-dynamodb.sh cargo run --quiet -p agent-hosting-bench --bin bench
+	cargo bench --quiet -p agent-hosting-bench --bench handlers -- --noplot
 
 schemathesis:
 	@scripts/local.sh dynamodb-tools

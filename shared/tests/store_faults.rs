@@ -167,3 +167,105 @@ async fn an_unexpected_service_error_is_a_500_without_its_text() {
         r#"{"error":"Internal server error","code":"INTERNAL_SERVER_ERROR"}"#
     );
 }
+
+/// A create is one DynamoDB request (a TransactWriteItems), with or without an idempotency
+/// record: the mock answers nothing else, so any other call would fail the create.
+#[tokio::test]
+async fn a_create_is_one_request() {
+    for idempotency in [
+        None,
+        Some(shared::idempotency::IdempotencyRecord {
+            key_digest: "0".repeat(64),
+            fingerprint: "f".into(),
+            status: 201,
+            body: "{}".into(),
+            created_at: "2026-11-22T00:00:00.000Z".into(),
+            expires_at: 1_800_000_000,
+        }),
+    ] {
+        let rule = mock!(Client::transact_write_items).then_output(|| {
+            aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsOutput::builder()
+                .build()
+        });
+        let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
+        assert_eq!(
+            store
+                .create_agent(&owner(), &agent(), idempotency.as_ref())
+                .await
+                .unwrap(),
+            CreateOutcome::Created
+        );
+        assert_eq!(rule.num_calls(), 1);
+    }
+}
+
+/// A retry with a used Idempotency-Key is answered from the failed condition's own item: still
+/// one request, no read after it.
+#[tokio::test]
+async fn a_used_key_is_found_in_the_cancellation_itself() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let stored = std::collections::HashMap::from([
+        ("pk".to_owned(), AttributeValue::S("NS#ns".into())),
+        (
+            "sk".to_owned(),
+            AttributeValue::S(format!("IDEMPOTENCY#{}", "0".repeat(64))),
+        ),
+        ("fingerprint".to_owned(), AttributeValue::S("f".into())),
+        ("status".to_owned(), AttributeValue::N("201".into())),
+        (
+            "body".to_owned(),
+            AttributeValue::S("{\"name\":\"bot\"}".into()),
+        ),
+        (
+            "createdAt".to_owned(),
+            AttributeValue::S("2026-11-22T00:00:00.000Z".into()),
+        ),
+        (
+            "expiresAt".to_owned(),
+            AttributeValue::N("1800000000".into()),
+        ),
+    ]);
+    let rule = mock!(Client::transact_write_items).then_error(move || {
+        let reasons = vec![
+            CancellationReason::builder()
+                .code("ConditionalCheckFailed")
+                .build(),
+            CancellationReason::builder().code("None").build(),
+            CancellationReason::builder()
+                .code("ConditionalCheckFailed")
+                .set_item(Some(stored.clone()))
+                .build(),
+        ];
+        TransactWriteItemsError::TransactionCanceledException(
+            TransactionCanceledException::builder()
+                .set_cancellation_reasons(Some(reasons))
+                .meta(
+                    ErrorMetadata::builder()
+                        .code("TransactionCanceledException")
+                        .build(),
+                )
+                .build(),
+        )
+    });
+    let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
+    let record = shared::idempotency::IdempotencyRecord {
+        key_digest: "0".repeat(64),
+        fingerprint: "f".into(),
+        status: 201,
+        body: "{}".into(),
+        created_at: "2026-11-22T00:00:00.000Z".into(),
+        expires_at: 1_800_000_000,
+    };
+    match store
+        .create_agent(&owner(), &agent(), Some(&record))
+        .await
+        .unwrap()
+    {
+        CreateOutcome::KeyUsed(found) => {
+            assert_eq!(found.body, "{\"name\":\"bot\"}");
+            assert_eq!(found.status, 201);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(rule.num_calls(), 1);
+}
