@@ -101,9 +101,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                         .into(),
                 ));
             }
-            for spec in tables::ALL {
-                let name = tables.by_variable(spec.env_var).unwrap_or_default();
-                let created = tables::create_table(&client, spec, name).await?;
+            for (name, created) in tables::create_all(&client, &tables).await? {
                 eprintln!(
                     "table {name}: {}",
                     if created { "created" } else { "exists" }

@@ -69,7 +69,7 @@ fn lambda_env(api: &RuntimeApi, tables: &TableNames, endpoint: &str) -> Vec<(Str
     .collect()
 }
 
-async fn spawn(binary: &Path, env: Vec<(String, String)>) -> tokio::process::Child {
+fn spawn(binary: &Path, env: Vec<(String, String)>) -> tokio::process::Child {
     tokio::process::Command::new(binary)
         .env_clear()
         .envs(env)
@@ -86,7 +86,7 @@ async fn init_once(binary: &Path, tables: &TableNames, endpoint: &str) -> Durati
     let mut api = RuntimeApi::start().await.expect("a loopback port");
     let env = lambda_env(&api, tables, endpoint);
     let started = Instant::now();
-    let mut child = spawn(binary, env).await;
+    let mut child = spawn(binary, env);
     let polled = api
         .poll(TIMEOUT)
         .await
@@ -122,7 +122,7 @@ async fn latency(
 ) -> Latency {
     let mut api = RuntimeApi::start().await.expect("a loopback port");
     let env = lambda_env(&api, tables, endpoint);
-    let _child = spawn(binary, env).await;
+    let _child = spawn(binary, env);
     api.poll(TIMEOUT).await.expect("the function polls");
     let mut times = Vec::with_capacity(events.len());
     for event in events {
@@ -176,12 +176,9 @@ async fn main() {
         accounts: format!("bench-accounts-{suffix}"),
         logs: format!("bench-logs-{suffix}"),
     };
-    for spec in tables::ALL {
-        let name = tables.by_variable(spec.env_var).unwrap_or_default();
-        tables::create_table(&client, spec, name)
-            .await
-            .expect("bench tables on DynamoDB Local");
-    }
+    tables::create_all(&client, &tables)
+        .await
+        .expect("bench tables on DynamoDB Local");
     let store = DynamoStore::new(client, tables.clone());
 
     // Cold init, interleaved so that a noisy moment hurts every binary alike.

@@ -131,6 +131,12 @@ pub struct IdempotencyRecord {
 }
 
 impl IdempotencyRecord {
+    /// When the record was written (Unix seconds): a put of it may replace only records dead
+    /// by then.
+    pub fn written_at(&self) -> i64 {
+        self.expires_at - RETENTION_SECONDS
+    }
+
     pub fn is_live(&self, now_unix: i64) -> bool {
         self.expires_at > now_unix
     }

@@ -141,7 +141,8 @@ pub struct LogQuery {
     pub cursor: Option<String>,
 }
 
-const PARAMETERS: &[&str] = &[
+/// The query parameters GET logs accepts; any other is a 400.
+pub const PARAMETERS: &[&str] = &[
     "limit",
     "offset",
     "order",

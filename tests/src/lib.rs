@@ -35,12 +35,9 @@ impl TestStore {
             accounts: format!("accounts-{suffix}"),
             logs: format!("logs-{suffix}"),
         };
-        for spec in tables::ALL {
-            let name = tables.by_variable(spec.env_var).unwrap_or_default();
-            tables::create_table(&client, spec, name)
-                .await
-                .unwrap_or_else(|e| panic!("creating {name} on DynamoDB Local: {e:?}"));
-        }
+        tables::create_all(&client, &tables)
+            .await
+            .unwrap_or_else(|e| panic!("creating the tables on DynamoDB Local: {e:?}"));
         TestStore {
             store: DynamoStore::new(client.clone(), tables.clone()),
             client,
@@ -63,11 +60,29 @@ impl TestStore {
         )
     }
 
+    /// The items of an account's namespace in the agents table (agents, deployments, records).
+    pub async fn namespace_items(&self, namespace: &str) -> usize {
+        self.store.count_namespace_items(namespace).await.unwrap()
+    }
+
     /// Every item of a table (the test tables are small).
     pub async fn item_count(&self, table: &str) -> usize {
         let output = self.client.scan().table_name(table).send().await.unwrap();
         output.count as usize
     }
+}
+
+/// The authorizer's request (events/authorizer.json) with `authorization` as its header.
+pub fn authorizer_event(
+    authorization: &str,
+) -> aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerV2Request {
+    let path = format!("{}/../events/authorizer.json", env!("CARGO_MANIFEST_DIR"));
+    let mut event: aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerV2Request =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    event
+        .headers
+        .insert("authorization", authorization.parse().unwrap());
+    event
 }
 
 /// An event from events/, parsed as the Lambda runtime would.

@@ -1,17 +1,6 @@
 //! The gateway's authorizer against DynamoDB Local, and the operator's key life cycle.
 
-use aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerV2Request;
-use integration_tests::{TestStore, bearer};
-
-fn authorizer_event(authorization: &str) -> ApiGatewayV2CustomAuthorizerV2Request {
-    let path = format!("{}/../events/authorizer.json", env!("CARGO_MANIFEST_DIR"));
-    let mut event: ApiGatewayV2CustomAuthorizerV2Request =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    event
-        .headers
-        .insert("authorization", authorization.parse().unwrap());
-    event
-}
+use integration_tests::{TestStore, authorizer_event, bearer};
 
 #[tokio::test]
 async fn an_issued_key_is_allowed_until_it_is_revoked() {

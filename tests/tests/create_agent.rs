@@ -233,14 +233,7 @@ async fn rejected_creates_leave_no_item_behind() {
         assert_eq!(answer["code"], "GENERIC_BAD_REQUEST");
         assert_eq!(answer["field"], field, "{body}");
     }
-    assert_eq!(
-        store
-            .store
-            .count_namespace_items(&caller.namespace)
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(store.namespace_items(&caller.namespace).await, 0);
     assert_eq!(store.item_count(&store.agents_table).await, 0);
 }
 
@@ -285,14 +278,7 @@ async fn missing_malformed_unknown_and_revoked_keys_are_401() {
             json!({"error": "Unauthorized", "code": "UNAUTHORIZED"})
         );
     }
-    assert_eq!(
-        store
-            .store
-            .count_namespace_items(&caller.namespace)
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(store.namespace_items(&caller.namespace).await, 0);
 
     // The good key still works after all that.
     let (status, _) = create(&store, &bearer(&key), body).await;

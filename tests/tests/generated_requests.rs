@@ -378,21 +378,9 @@ fn query_value() -> impl Strategy<Value = String> {
     ]
 }
 
-const PARAMETERS: &[&str] = &[
-    "limit",
-    "offset",
-    "order",
-    "startTime",
-    "endTime",
-    "deploymentId",
-    "sessionId",
-    "query",
-    "cursor",
-];
-
 fn query_parameters() -> impl Strategy<Value = Vec<(String, String)>> {
     let name = prop_oneof![
-        8 => prop::sample::select(PARAMETERS).prop_map(str::to_owned),
+        8 => prop::sample::select(shared::logs::PARAMETERS).prop_map(str::to_owned),
         1 => odd_string(),
     ];
     prop::collection::vec((name, query_value()), 0..6)
@@ -656,21 +644,13 @@ async fn generated_creates_on_dynamodb_local_write_nothing_when_refused() {
         runner
             .run(&(headers(&key), body_bytes()), |(headers, body)| {
                 handle.block_on(async {
-                    let before = store
-                        .store
-                        .count_namespace_items(&caller.namespace)
-                        .await
-                        .unwrap();
+                    let before = store.namespace_items(&caller.namespace).await;
                     let request =
                         request("POST", "https://api.example.com/v1/agents", &headers, body);
                     let keyed = request.headers().contains_key("idempotency-key");
                     let response = create_agent::handle(&store.store, &store.store, request).await;
                     assert_contract_answer(&response, &[201, 400, 401, 409, 413, 415, 422])?;
-                    let after = store
-                        .store
-                        .count_namespace_items(&caller.namespace)
-                        .await
-                        .unwrap();
+                    let after = store.namespace_items(&caller.namespace).await;
                     let created = response.status() == 201
                         && response.headers().get("idempotent-replayed").is_none();
                     let written = if !created {

@@ -21,10 +21,6 @@ async fn create(store: &TestStore, key: &ApiKey, body: &Value) -> Response<Body>
     create_agent::handle(&store.store, &store.store, request).await
 }
 
-async fn namespace_items(store: &TestStore, namespace: &str) -> usize {
-    store.store.count_namespace_items(namespace).await.unwrap()
-}
-
 #[tokio::test]
 async fn a_retry_replays_the_first_answer_without_writing() {
     let store = TestStore::new().await;
@@ -34,7 +30,7 @@ async fn a_retry_replays_the_first_answer_without_writing() {
     let first = create(&store, &key, &body).await;
     assert_eq!(first.status(), 201);
     assert!(!first.headers().contains_key("idempotent-replayed"));
-    assert_eq!(namespace_items(&store, &caller.namespace).await, 3);
+    assert_eq!(store.namespace_items(&caller.namespace).await, 3);
 
     for _ in 0..3 {
         let replay = create(&store, &key, &body).await;
@@ -44,7 +40,7 @@ async fn a_retry_replays_the_first_answer_without_writing() {
         assert_eq!(replay.body().as_ref(), first.body().as_ref());
     }
     assert_eq!(
-        namespace_items(&store, &caller.namespace).await,
+        store.namespace_items(&caller.namespace).await,
         3,
         "agent, deployment, key record: nothing more"
     );
@@ -79,7 +75,7 @@ async fn the_same_key_with_another_body_is_422_and_writes_nothing() {
                 .contains("Idempotency-Key")
         );
     }
-    assert_eq!(namespace_items(&store, &caller.namespace).await, 3);
+    assert_eq!(store.namespace_items(&caller.namespace).await, 3);
     assert!(
         store
             .store
@@ -131,7 +127,7 @@ async fn a_record_past_its_24_hours_no_longer_binds_the_key() {
     assert_eq!(replay.headers()["idempotent-replayed"], "true");
     assert_eq!(replay.body().as_ref(), first.body().as_ref());
     // Two agents, two deployments, one record (the new one replaced the dead one).
-    assert_eq!(namespace_items(&store, &caller.namespace).await, 5);
+    assert_eq!(store.namespace_items(&caller.namespace).await, 5);
 }
 
 #[tokio::test]
@@ -159,8 +155,8 @@ async fn keys_belong_to_one_account() {
         bob_answer["deployment"]["manifest"]["metadata"]["namespace"],
         bob.namespace.as_str()
     );
-    assert_eq!(namespace_items(&store, &alice.namespace).await, 3);
-    assert_eq!(namespace_items(&store, &bob.namespace).await, 3);
+    assert_eq!(store.namespace_items(&alice.namespace).await, 3);
+    assert_eq!(store.namespace_items(&bob.namespace).await, 3);
 }
 
 #[tokio::test]
@@ -177,5 +173,5 @@ async fn a_malformed_key_is_400_and_writes_nothing() {
     let (status, answer) = parts(create_agent::handle(&store.store, &store.store, request).await);
     assert_eq!(status, 400);
     assert_eq!(answer["field"], "Idempotency-Key");
-    assert_eq!(namespace_items(&store, &caller.namespace).await, 0);
+    assert_eq!(store.namespace_items(&caller.namespace).await, 0);
 }

@@ -72,14 +72,7 @@ async fn fifty_creates_of_one_name_give_one_agent() {
     );
     assert_eq!(statuses.iter().filter(|s| **s == 409).count(), CALLERS - 1);
     // One agent item and one deployment item: no orphan deployment from a losing request.
-    assert_eq!(
-        store
-            .store
-            .count_namespace_items(&caller.namespace)
-            .await
-            .unwrap(),
-        2
-    );
+    assert_eq!(store.namespace_items(&caller.namespace).await, 2);
     let agent = store
         .store
         .get_agent(&caller.namespace, "contested")
@@ -99,14 +92,7 @@ async fn fifty_creates_of_different_names_all_land() {
         let (status, body) = parts(response);
         assert_eq!(status, 201, "{body}");
     }
-    assert_eq!(
-        store
-            .store
-            .count_namespace_items(&caller.namespace)
-            .await
-            .unwrap(),
-        2 * CALLERS
-    );
+    assert_eq!(store.namespace_items(&caller.namespace).await, 2 * CALLERS);
 }
 
 /// Retries racing each other with one Idempotency-Key create once: one answer is the original,
@@ -141,14 +127,7 @@ async fn concurrent_requests_with_one_key_create_once() {
         "one original answer, the rest replays"
     );
     // The agent, its deployment and the key's record: nothing else.
-    assert_eq!(
-        store
-            .store
-            .count_namespace_items(&caller.namespace)
-            .await
-            .unwrap(),
-        3
-    );
+    assert_eq!(store.namespace_items(&caller.namespace).await, 3);
 }
 
 /// Racing requests with one key but different bodies: one lands, the others are 422.
@@ -170,12 +149,5 @@ async fn concurrent_different_bodies_with_one_key_land_once() {
         1,
         "{statuses:?}"
     );
-    assert_eq!(
-        store
-            .store
-            .count_namespace_items(&caller.namespace)
-            .await
-            .unwrap(),
-        3
-    );
+    assert_eq!(store.namespace_items(&caller.namespace).await, 3);
 }

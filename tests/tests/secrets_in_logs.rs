@@ -39,18 +39,7 @@ async fn keys_never_appear_in_any_log_line() {
 
     // Authorizer: allowed and denied (revoked).
     for candidate in [&key, &revoked] {
-        let mut event: aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerV2Request =
-            serde_json::from_str(
-                &std::fs::read_to_string(format!(
-                    "{}/../events/authorizer.json",
-                    env!("CARGO_MANIFEST_DIR")
-                ))
-                .unwrap(),
-            )
-            .unwrap();
-        event
-            .headers
-            .insert("authorization", bearer(candidate).parse().unwrap());
+        let event = integration_tests::authorizer_event(&bearer(candidate));
         authorizer::authorize(&store.store, event).await.unwrap();
     }
     // Create: 201, 400, 409, 401 (revoked).

@@ -169,10 +169,7 @@ async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
     assert_nothing_of_alice(&body, &alice.namespace, &alice_agent);
 
     // The authorizer names bob, never alice, for bob's key.
-    let mut event = aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerV2Request::default();
-    event
-        .headers
-        .insert("authorization", bearer(&bob_key).parse().unwrap());
+    let event = integration_tests::authorizer_event(&bearer(&bob_key));
     let allowed = authorizer::authorize(&store.store, event).await.unwrap();
     assert!(allowed.is_authorized);
     assert_eq!(allowed.context["namespace"], bob.namespace.as_str());

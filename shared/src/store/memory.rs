@@ -79,9 +79,9 @@ impl AgentStore for MemoryStore {
         let mut agents = lock(&self.agents);
         let mut records = lock(&self.idempotency);
         if let Some(record) = idempotency {
-            let now = record.expires_at - crate::idempotency::RETENTION_SECONDS;
             let key = (owner.namespace.clone(), record.key_digest.clone());
-            if let Some(found) = records.get(&key).filter(|found| found.is_live(now)) {
+            let live = |found: &&IdempotencyRecord| found.is_live(record.written_at());
+            if let Some(found) = records.get(&key).filter(live) {
                 return Ok(CreateOutcome::KeyUsed(found.clone()));
             }
         }

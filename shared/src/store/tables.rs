@@ -87,6 +87,20 @@ pub const LOGS: TableSpec = TableSpec {
 
 pub const ALL: &[&TableSpec] = &[&AGENTS, &ACCOUNTS, &LOGS];
 
+/// Creates every table under the names given, leaving those that exist; says of each name
+/// whether it was created.
+pub async fn create_all(
+    client: &Client,
+    names: &crate::config::TableNames,
+) -> Result<Vec<(String, bool)>, StoreError> {
+    let mut outcomes = Vec::with_capacity(ALL.len());
+    for spec in ALL {
+        let name = names.by_variable(spec.env_var).unwrap_or_default();
+        outcomes.push((name.to_owned(), create_table(client, spec, name).await?));
+    }
+    Ok(outcomes)
+}
+
 /// Creates `name` from `spec` (on-demand) unless it exists; true when it was created.
 pub async fn create_table(
     client: &Client,

@@ -301,11 +301,16 @@ fn put<T: Serialize>(table: &str, item: &T) -> Result<TransactWriteItem, StoreEr
 /// The put of an idempotency record: it may replace a dead record of the same key that TTL has
 /// not deleted yet, never a live one; when it may not, the live record comes back in the
 /// cancellation reason (no second read).
-fn put_idempotency(table: &str, item: &IdempotencyItem) -> Result<TransactWriteItem, StoreError> {
-    let now = item.expires_at - crate::idempotency::RETENTION_SECONDS;
+fn put_idempotency(
+    table: &str,
+    namespace: &str,
+    record: &IdempotencyRecord,
+) -> Result<TransactWriteItem, StoreError> {
+    let item = IdempotencyItem::new(namespace, record);
+    let now = record.written_at();
     let put = Put::builder()
         .table_name(table)
-        .set_item(Some(serde_dynamo::to_item(item).map_err(mapping)?))
+        .set_item(Some(serde_dynamo::to_item(&item).map_err(mapping)?))
         .condition_expression("attribute_not_exists(pk) OR #expiresAt <= :now")
         .expression_attribute_names("#expiresAt", "expiresAt")
         .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
@@ -723,7 +728,8 @@ impl AgentStore for DynamoStore {
         if let Some(record) = idempotency {
             items.push(put_idempotency(
                 &self.agents_table,
-                &IdempotencyItem::new(&owner.namespace, record),
+                &owner.namespace,
+                record,
             )?);
         }
         const AGENT: usize = 0;
