@@ -31,7 +31,7 @@ help:
 	@echo "make validate sam validate --lint and cfn-lint on template.yaml"
 	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
 	@echo "make schemathesis   schemathesis against the local service (also in make test; SCHEMATHESIS_EXAMPLES=300)"
-	@echo "make bench    cold init, latency and sizes of the release binaries (BENCH_STARTS=21, BENCH_REQUESTS=200)"
+	@echo "make bench    cold init, latency and sizes of the release binaries (BENCH_STARTS=21, BENCH_REQUESTS=200, BASELINE=rev)"
 	@echo "make fuzz     cargo fuzz: body parser, key checker, logs query (FUZZ_SECONDS=60 each; nightly)"
 	@echo "make lint     rustfmt and clippy"
 
@@ -60,12 +60,16 @@ fuzz:
 
 # Release builds of the four functions and of a hello-world lambda_runtime binary (one cargo
 # invocation, one profile), then the table; handler CPU with criterion (cargo bench).
+# BASELINE=rev also measures that commit's binaries in the same run (before/after).
 bench:
 	@scripts/local.sh dynamodb-tools
 	cargo build --release --quiet -p create-agent -p agent-logs -p ingest-logs -p authorizer \
 		-p agent-hosting-bench --bin create-agent --bin agent-logs --bin ingest-logs --bin authorizer \
 		--bin hello-lambda
-	@scripts/with-dynamodb.sh cargo run --quiet -p agent-hosting-bench --bin bench
+	@if [ -n "$(BASELINE)" ]; then \
+		BENCH_BASELINE="$$(scripts/bench-baseline.sh $(BASELINE))" BENCH_BASELINE_LABEL="$(BASELINE)" \
+			scripts/with-dynamodb.sh cargo run --quiet -p agent-hosting-bench --bin bench; \
+	else scripts/with-dynamodb.sh cargo run --quiet -p agent-hosting-bench --bin bench; fi
 	cargo bench --quiet -p agent-hosting-bench --bench handlers -- --noplot
 
 schemathesis:

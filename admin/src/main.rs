@@ -85,7 +85,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), AdminError> {
-    let client = shared::aws::dynamodb_client(cli.endpoint.as_deref()).await;
+    let client = client(cli.endpoint.as_deref()).await?;
     let tables = TableNames {
         agents: cli.agents_table,
         accounts: cli.accounts_table,
@@ -172,4 +172,22 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
         }
     }
     Ok(())
+}
+
+/// DynamoDB Local through the functions' own client; AWS through the SDK's default chains, so
+/// the operator's profiles, assumed roles and exported credentials all work. (SSO and
+/// credential_process profiles are not built in, to keep them out of the functions' binaries:
+/// `eval "$(aws configure export-credentials --profile NAME --format env)"` first.)
+async fn client(endpoint: Option<&str>) -> Result<aws_sdk_dynamodb::Client, AdminError> {
+    if endpoint.is_some() {
+        return shared::aws::dynamodb_client(endpoint)
+            .map_err(|missing| AdminError::Invalid(missing.to_string()));
+    }
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(shared::aws::http_client(shared::aws::Trust::System))
+        .retry_config(shared::aws::retry_config())
+        .timeout_config(shared::aws::timeout_config())
+        .load()
+        .await;
+    Ok(aws_sdk_dynamodb::Client::new(&config))
 }

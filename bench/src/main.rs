@@ -8,6 +8,10 @@
 //!   Local (DYNAMODB_ENDPOINT);
 //! - stripped release binary sizes, native and (when `make build` made them) arm64.
 //!
+//! With `BENCH_BASELINE=dir` (binaries of the same names, e.g. built at an earlier commit by
+//! `make bench BASELINE=rev`), every figure is also taken for those, in the same run and
+//! interleaved, so an optimisation's before and after are measured under the same conditions.
+//!
 //! Items read per logs page are `make logs-cost`'s table; handler CPU is `cargo bench`.
 
 mod runtime_api;
@@ -22,7 +26,7 @@ use shared::store::dynamodb::DynamoStore;
 use shared::store::{AgentStore, LogStore, tables};
 
 const FUNCTIONS: &[&str] = &["create-agent", "agent-logs", "ingest-logs", "authorizer"];
-const BASELINE: &str = "hello-lambda";
+const HELLO: &str = "hello-lambda";
 const TIMEOUT: Duration = Duration::from_secs(20);
 
 fn workspace() -> PathBuf {
@@ -37,6 +41,21 @@ fn release_binary(name: &str) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("target"));
     target.join("release").join(name)
+}
+
+/// A set of binaries under test: this tree's release build, or the baseline's.
+struct Build {
+    label: String,
+    dir: Option<PathBuf>,
+}
+
+impl Build {
+    fn binary(&self, name: &str) -> PathBuf {
+        match &self.dir {
+            Some(dir) => dir.join(name),
+            None => release_binary(name),
+        }
+    }
 }
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -108,7 +127,6 @@ struct Latency {
     first: Duration,
     p50: Duration,
     p99: Duration,
-    requests: usize,
 }
 
 /// Starts the function, then sends `events` one after another: the first one's time (cold
@@ -138,13 +156,11 @@ async fn latency(
         times.push(answered - sent);
     }
     let first = times.remove(0);
-    let requests = times.len();
     times.sort_unstable();
     Latency {
         first,
         p50: percentile(&times, 0.50),
         p99: percentile(&times, 0.99),
-        requests,
     }
 }
 
@@ -169,7 +185,8 @@ async fn main() {
     let starts = env_number("BENCH_STARTS", 21);
     let requests = env_number("BENCH_REQUESTS", 200);
 
-    let client = shared::aws::dynamodb_client(Some(&endpoint)).await;
+    let client =
+        shared::aws::dynamodb_client(Some(&endpoint)).expect("a client for DynamoDB Local");
     let suffix = std::process::id();
     let tables = TableNames {
         agents: format!("bench-agents-{suffix}"),
@@ -181,43 +198,77 @@ async fn main() {
         .expect("bench tables on DynamoDB Local");
     let store = DynamoStore::new(client, tables.clone());
 
-    // Cold init, interleaved so that a noisy moment hurts every binary alike.
-    let mut binaries = vec![BASELINE];
+    let mut builds = vec![Build {
+        label: "this tree".into(),
+        dir: None,
+    }];
+    if let Some(dir) = std::env::var_os("BENCH_BASELINE").filter(|dir| !dir.is_empty()) {
+        let dir = PathBuf::from(dir);
+        let label = std::env::var("BENCH_BASELINE_LABEL").unwrap_or_else(|_| "baseline".into());
+        builds.push(Build {
+            label,
+            dir: Some(dir),
+        });
+    }
+
+    // Cold init, interleaved (binaries and builds) so that a noisy moment hurts all alike.
+    let mut binaries = vec![HELLO];
     binaries.extend(FUNCTIONS);
-    let mut inits: Vec<Vec<Duration>> = vec![Vec::new(); binaries.len()];
+    let mut inits = vec![vec![Vec::<Duration>::new(); binaries.len()]; builds.len()];
     for _ in 0..starts {
-        for (index, name) in binaries.iter().enumerate() {
-            inits[index].push(init_once(&release_binary(name), &tables, &endpoint).await);
+        for (name_index, name) in binaries.iter().enumerate() {
+            for (build_index, build) in builds.iter().enumerate() {
+                let time = init_once(&build.binary(name), &tables, &endpoint).await;
+                inits[build_index][name_index].push(time);
+            }
         }
     }
-    let medians: Vec<Duration> = inits
+    let medians: Vec<Vec<Duration>> = inits
         .iter_mut()
-        .map(|times| {
-            times.sort_unstable();
-            percentile(times, 0.5)
+        .map(|per_binary| {
+            per_binary
+                .iter_mut()
+                .map(|times| {
+                    times.sort_unstable();
+                    percentile(times, 0.5)
+                })
+                .collect()
         })
         .collect();
 
     // Latency of create: the gateway's event, a new name each time.
     let create = event_file("create-agent.json");
-    let create_events = (0..=requests)
-        .map(|i| {
-            let mut event = create.clone();
-            event["body"] = serde_json::json!({"serviceName": format!("bench-{i}"),
-                "image": "ghcr.io/acme/agent:1.0"})
-            .to_string()
-            .into();
-            event.to_string().into_bytes()
-        })
-        .collect();
-    let create_latency = latency(
-        &release_binary("create-agent"),
+    let create_events = |build_index: usize| {
+        (0..=requests)
+            .map(|i| {
+                let mut event = create.clone();
+                event["body"] = serde_json::json!({
+                    "serviceName": format!("bench-{build_index}-{i}"),
+                    "image": "ghcr.io/acme/agent:1.0"})
+                .to_string()
+                .into();
+                event.to_string().into_bytes()
+            })
+            .collect::<Vec<Vec<u8>>>()
+    };
+    // DynamoDB Local's JVM warms up on its first requests: a throwaway run first, so that its
+    // warm-up is not charged to whichever binary is measured first.
+    let mut throwaway = create_events(builds.len());
+    throwaway.truncate(50);
+    latency(
+        &builds[0].binary("create-agent"),
         &tables,
         &endpoint,
-        create_events,
+        throwaway,
         201,
     )
     .await;
+    let mut create_latency = Vec::new();
+    for (build_index, build) in builds.iter().enumerate() {
+        let binary = build.binary("create-agent");
+        let events = create_events(build_index);
+        create_latency.push(latency(&binary, &tables, &endpoint, events, 201).await);
+    }
 
     // Latency of logs: the gateway's event for demo-agent, with 1,000 lines stored.
     let logs = event_file("agent-logs.json");
@@ -254,70 +305,85 @@ async fn main() {
         })
         .collect();
     store.put_lines(&lines, 30).await.expect("the demo lines");
-    let logs_events = (0..=requests)
-        .map(|_| logs.to_string().into_bytes())
-        .collect();
-    let logs_latency = latency(
-        &release_binary("agent-logs"),
+    let throwaway = vec![logs.to_string().into_bytes(); 50];
+    latency(
+        &builds[0].binary("agent-logs"),
         &tables,
         &endpoint,
-        logs_events,
+        throwaway,
         200,
     )
     .await;
+    let mut logs_latency = Vec::new();
+    for build in &builds {
+        let events = (0..=requests)
+            .map(|_| logs.to_string().into_bytes())
+            .collect();
+        let binary = build.binary("agent-logs");
+        logs_latency.push(latency(&binary, &tables, &endpoint, events, 200).await);
+    }
 
-    let baseline = medians[0];
     println!(
         "Cold init (process start to first Runtime API poll), median of {starts} starts, release profile:\n"
     );
-    println!("| binary | init median | vs hello-world |");
-    println!("|---|---:|---:|");
-    for (name, median) in binaries.iter().zip(&medians) {
-        println!(
-            "| {name} | {:.2} ms | {:.2}x |",
-            millis(*median),
-            median.as_secs_f64() / baseline.as_secs_f64()
-        );
+    println!("| binary | build | init median | vs hello-world |");
+    println!("|---|---|---:|---:|");
+    for (name_index, name) in binaries.iter().enumerate() {
+        for (build_index, build) in builds.iter().enumerate() {
+            let median = medians[build_index][name_index];
+            let hello = medians[build_index][0];
+            println!(
+                "| {name} | {} | {:.2} ms | {:.2}x |",
+                build.label,
+                millis(median),
+                median.as_secs_f64() / hello.as_secs_f64()
+            );
+        }
     }
     println!(
-        "\nRequests through the Runtime API on DynamoDB Local ({} warm requests each):\n",
-        create_latency.requests
+        "\nRequests through the Runtime API on DynamoDB Local ({requests} warm requests each):\n"
     );
-    println!("| request | first after init | warm p50 | warm p99 |");
-    println!("|---|---:|---:|---:|");
-    for (name, latency) in [
+    println!("| request | build | first after init | warm p50 | warm p99 |");
+    println!("|---|---|---:|---:|---:|");
+    for (name, latencies) in [
         ("create (POST /v1/agents)", &create_latency),
         (
             "logs page (GET .../logs, limit 5, 1,000 lines)",
             &logs_latency,
         ),
     ] {
-        println!(
-            "| {name} | {:.2} ms | {:.2} ms | {:.2} ms |",
-            millis(latency.first),
-            millis(latency.p50),
-            millis(latency.p99)
-        );
+        for (build, latency) in builds.iter().zip(latencies) {
+            println!(
+                "| {name} | {} | {:.2} ms | {:.2} ms | {:.2} ms |",
+                build.label,
+                millis(latency.first),
+                millis(latency.p50),
+                millis(latency.p99)
+            );
+        }
     }
     println!("\nStripped release binaries:\n");
-    println!("| binary | native x86_64 | arm64 bootstrap (make build) |");
-    println!("|---|---:|---:|");
+    println!("| binary | build | native x86_64 | arm64 bootstrap (make build) |");
+    println!("|---|---|---:|---:|");
     for name in binaries {
-        let native = size(&release_binary(name)).map_or("-".into(), megabytes);
-        let arm = workspace()
-            .join(".aws-sam/build")
-            .read_dir()
-            .ok()
-            .and_then(|entries| {
-                entries.flatten().find_map(|entry| {
-                    let bootstrap = entry.path().join("bootstrap");
-                    let function = entry.file_name().to_string_lossy().to_lowercase();
-                    (function.replace("function", "") == name.replace('-', ""))
-                        .then(|| size(&bootstrap))
-                        .flatten()
-                })
-            })
-            .map_or("-".into(), megabytes);
-        println!("| {name} | {native} | {arm} |");
+        for build in &builds {
+            let native = size(&build.binary(name)).map_or("-".into(), megabytes);
+            let arm = match build.dir {
+                Some(_) => "-".into(),
+                None => arm64_bootstrap(name).map_or("-".into(), megabytes),
+            };
+            println!("| {name} | {} | {native} | {arm} |", build.label);
+        }
     }
+}
+
+/// The size of `name`'s arm64 bootstrap from the last `make build` (`.aws-sam/build/`).
+fn arm64_bootstrap(name: &str) -> Option<u64> {
+    let entries = workspace().join(".aws-sam/build").read_dir().ok()?;
+    entries.flatten().find_map(|entry| {
+        let function = entry.file_name().to_string_lossy().to_lowercase();
+        (function.replace("function", "") == name.replace('-', ""))
+            .then(|| size(&entry.path().join("bootstrap")))
+            .flatten()
+    })
 }

@@ -1,11 +1,26 @@
 //! The one DynamoDB client of a function, built at cold start with explicit time and retry
 //! bounds, so a slow store turns into a 503 well inside the Lambda timeout.
+//!
+//! Built from what Lambda gives a function and nothing else, because init is billed and every
+//! millisecond of it is a caller waiting (docs/performance.md has the measurements):
+//! - region and credentials from the environment variables Lambda sets (`AWS_REGION`,
+//!   `AWS_ACCESS_KEY_ID`...), not the SDK's default chains, which also look for profile files,
+//!   SSO, web identity, container and instance metadata, and link a client for each;
+//! - TLS trusting the Amazon Trust Services roots that AWS endpoints chain to, instead of loading
+//!   and parsing the system's whole certificate store at every cold start (5.9 ms of a 9.5 ms init
+//!   on Debian). The system store is still used where those roots do not apply: the China and
+//!   isolated partitions, and an HTTPS `DYNAMODB_ENDPOINT` that is not AWS's.
 
 use std::time::Duration;
 
+use aws_config::environment::EnvironmentVariableCredentialsProvider;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
+use aws_sdk_dynamodb::config::{Credentials, SharedHttpClient};
+use aws_smithy_http_client::tls::{self, TlsContext, TrustStore, rustls_provider::CryptoMode};
+
+use crate::config::{MissingVariable, optional};
 
 /// Attempts per call (the first and two retries, with the SDK's jittered backoff).
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -13,34 +28,204 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(1_000);
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(1_500);
 pub const OPERATION_TIMEOUT: Duration = Duration::from_millis(4_000);
 
-/// A client for AWS, or for DynamoDB Local when `endpoint` is set (then a region and dummy
-/// credentials are supplied when the environment has none, since DynamoDB Local ignores them).
-pub async fn dynamodb_client(endpoint: Option<&str>) -> aws_sdk_dynamodb::Client {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(CONNECT_TIMEOUT)
-                .operation_attempt_timeout(ATTEMPT_TIMEOUT)
-                .operation_timeout(OPERATION_TIMEOUT)
-                .build(),
-        );
+pub const AWS_REGION: &str = "AWS_REGION";
+pub const AWS_ACCESS_KEY_ID: &str = "AWS_ACCESS_KEY_ID";
+
+/// The roots of Amazon Trust Services, which every AWS endpoint in the `aws` and `aws-us-gov`
+/// partitions chains to (Amazon Root CA 1-4 and Starfield Services Root G2).
+pub const AMAZON_TRUST_SERVICES_ROOTS: &[u8] = include_bytes!("../certs/amazon-trust-services.pem");
+
+/// Region used with DynamoDB Local when the environment names none (it ignores it).
+const LOCAL_REGION: &str = "us-east-1";
+
+/// A client for DynamoDB on AWS, or for DynamoDB Local when `endpoint` is set.
+///
+/// On AWS, `AWS_REGION` and `AWS_ACCESS_KEY_ID` (with the rest of Lambda's credential variables)
+/// must be set; their absence fails the cold start. For DynamoDB Local, which ignores both, a
+/// region and dummy credentials stand in for missing ones.
+pub fn dynamodb_client(
+    endpoint: Option<&str>,
+) -> Result<aws_sdk_dynamodb::Client, MissingVariable> {
+    client_from(optional, endpoint)
+}
+
+/// [`dynamodb_client`] with the environment given as a lookup (tests use a map).
+fn client_from(
+    variable: impl Fn(&str) -> Option<String>,
+    endpoint: Option<&str>,
+) -> Result<aws_sdk_dynamodb::Client, MissingVariable> {
+    let region = match (variable(AWS_REGION), endpoint) {
+        (Some(region), _) => region,
+        (None, Some(_)) => LOCAL_REGION.to_owned(),
+        (None, None) => return Err(MissingVariable(AWS_REGION)),
+    };
+    let mut config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .http_client(http_client(trust(&region, endpoint)))
+        .region(Region::new(region))
+        .retry_config(retry_config())
+        .timeout_config(timeout_config());
+    config = match (variable(AWS_ACCESS_KEY_ID), endpoint) {
+        (Some(_), _) => config.credentials_provider(EnvironmentVariableCredentialsProvider::new()),
+        (None, Some(_)) => config.credentials_provider(Credentials::new(
+            "local",
+            "local",
+            None,
+            None,
+            "dynamodb-local",
+        )),
+        (None, None) => return Err(MissingVariable(AWS_ACCESS_KEY_ID)),
+    };
     if let Some(endpoint) = endpoint {
-        loader = loader.endpoint_url(endpoint);
-        if std::env::var_os("AWS_REGION").is_none()
-            && std::env::var_os("AWS_DEFAULT_REGION").is_none()
-        {
-            loader = loader.region(Region::new("us-east-1"));
+        config = config.endpoint_url(endpoint);
+    }
+    Ok(aws_sdk_dynamodb::Client::from_conf(config.build()))
+}
+
+pub fn retry_config() -> RetryConfig {
+    RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS)
+}
+
+pub fn timeout_config() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        .operation_timeout(OPERATION_TIMEOUT)
+        .build()
+}
+
+/// HTTPS over rustls (aws-lc: post-quantum key exchange where the endpoint offers it), trusting
+/// `trust`'s roots.
+pub fn http_client(trust: Trust) -> SharedHttpClient {
+    let store = match trust {
+        Trust::AmazonTrustServices => {
+            TrustStore::empty().with_pem_certificate(AMAZON_TRUST_SERVICES_ROOTS)
         }
-        if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-            loader = loader.credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "local",
-                "local",
-                None,
-                None,
-                "dynamodb-local",
-            ));
+        Trust::System => TrustStore::default(),
+    };
+    let context = TlsContext::builder()
+        .with_trust_store(store)
+        .build()
+        .unwrap_or_default();
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc))
+        .tls_context(context)
+        .build_https()
+}
+
+/// Which certificate authorities a connection trusts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    AmazonTrustServices,
+    /// The system's store (rustls-native-certs: `SSL_CERT_FILE`, `SSL_CERT_DIR` or the usual
+    /// paths), read once per process.
+    System,
+}
+
+/// The Amazon Trust Services roots for AWS's own endpoints in the partitions that use them, and
+/// for plain-HTTP DynamoDB Local (no TLS at all); the system store for the China and isolated
+/// partitions, whose endpoints are certified by other authorities, and for any HTTPS endpoint
+/// given by hand (a proxy, a VPC endpoint's private name, a test double).
+pub fn trust(region: &str, endpoint: Option<&str>) -> Trust {
+    let other_partition = region.starts_with("cn-") || region.contains("-iso");
+    let custom_tls_endpoint = endpoint.is_some_and(|url| !url.starts_with("http://"));
+    if other_partition || custom_tls_endpoint {
+        Trust::System
+    } else {
+        Trust::AmazonTrustServices
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    use sha2::{Digest, Sha256};
+
+    /// SHA-256 of each root, as https://www.amazontrust.com/repository/ publishes them.
+    const PUBLISHED_FINGERPRINTS: [&str; 5] = [
+        "8ecde6884f3d87b1125ba31ac3fcb13d7016de7f57cc904fe1cb97c6ae98196e", // Amazon Root CA 1
+        "1ba5b2aa8c65401a82960118f80bec4f62304d83cec4713a19c39c011ea46db4", // Amazon Root CA 2
+        "18ce6cfe7bf14e60b2e347b8dfe868cb31d02ebb3ada271569f50343b46db3a4", // Amazon Root CA 3
+        "e35d28419ed02025cfa69038cd623962458da5c695fbdea3c22b0bfb25897092", // Amazon Root CA 4
+        "568d6905a2c88708a4b3025190edcfedb1974a606a13c6e5290fcb2ae63edab5", // Starfield Services G2
+    ];
+
+    #[test]
+    fn the_embedded_roots_are_amazon_trust_services_own() {
+        let fingerprints: Vec<String> = CertificateDer::pem_slice_iter(AMAZON_TRUST_SERVICES_ROOTS)
+            .map(|cert| {
+                let cert = cert.expect("a PEM certificate");
+                Sha256::digest(cert.as_ref())
+                    .iter()
+                    .map(|byte| format!("{byte:02x}"))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(fingerprints, PUBLISHED_FINGERPRINTS);
+    }
+
+    fn environment(
+        variables: &'static [(&'static str, &'static str)],
+    ) -> impl Fn(&str) -> Option<String> {
+        |name| {
+            variables
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| value.to_string())
         }
     }
-    aws_sdk_dynamodb::Client::new(&loader.load().await)
+
+    #[test]
+    fn on_aws_a_missing_region_or_credentials_fails_the_cold_start() {
+        let error = client_from(environment(&[]), None).expect_err("no region");
+        assert_eq!(error.0, AWS_REGION);
+        let region_only = environment(&[(AWS_REGION, "eu-west-1")]);
+        let error = client_from(region_only, None).expect_err("no credentials");
+        assert_eq!(error.0, AWS_ACCESS_KEY_ID);
+        let lambda = environment(&[(AWS_REGION, "eu-west-1"), (AWS_ACCESS_KEY_ID, "AKIA")]);
+        let client = client_from(lambda, None).expect("Lambda's environment is enough");
+        assert_eq!(
+            client.config().region().map(|r| r.as_ref()),
+            Some("eu-west-1")
+        );
+    }
+
+    #[test]
+    fn dynamodb_local_needs_neither_region_nor_credentials() {
+        let client =
+            client_from(environment(&[]), Some("http://127.0.0.1:8000")).expect("a local client");
+        assert_eq!(
+            client.config().region().map(|r| r.as_ref()),
+            Some(LOCAL_REGION)
+        );
+        let named = environment(&[(AWS_REGION, "ap-south-1")]);
+        let client = client_from(named, Some("http://127.0.0.1:8000")).expect("a local client");
+        assert_eq!(
+            client.config().region().map(|r| r.as_ref()),
+            Some("ap-south-1")
+        );
+    }
+
+    #[test]
+    fn amazon_roots_for_aws_endpoints_the_system_store_elsewhere() {
+        use Trust::*;
+        assert_eq!(trust("us-east-1", None), AmazonTrustServices);
+        assert_eq!(trust("eu-central-1", None), AmazonTrustServices);
+        assert_eq!(trust("us-gov-west-1", None), AmazonTrustServices);
+        assert_eq!(
+            trust("us-east-1", Some("http://127.0.0.1:8000")),
+            AmazonTrustServices
+        );
+        assert_eq!(trust("cn-north-1", None), System);
+        assert_eq!(trust("cn-northwest-1", None), System);
+        assert_eq!(trust("us-iso-east-1", None), System);
+        assert_eq!(trust("us-isob-east-1", None), System);
+        assert_eq!(trust("eu-isoe-west-1", None), System);
+        assert_eq!(
+            trust("us-east-1", Some("https://dynamodb.proxy.internal")),
+            System
+        );
+    }
 }

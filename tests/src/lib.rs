@@ -28,7 +28,8 @@ fn endpoint() -> String {
 
 impl TestStore {
     pub async fn new() -> Self {
-        let client = shared::aws::dynamodb_client(Some(&endpoint())).await;
+        let client =
+            shared::aws::dynamodb_client(Some(&endpoint())).expect("a client for DynamoDB Local");
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         let tables = TableNames {
             agents: format!("agents-{suffix}"),

@@ -12,7 +12,7 @@ async fn main() -> Result<(), Error> {
     let settings = Settings {
         retention_days: config.log_retention_days,
     };
-    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref()).await;
+    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref())?;
     let store = DynamoStore::new(client, config.tables);
     let store = &store;
     run(service_fn(move |request| async move {

@@ -10,7 +10,7 @@ async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     // The authorizer reads only the accounts table.
     let config = Config::from_env(&[ACCOUNTS_TABLE])?;
-    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref()).await;
+    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref())?;
     let store = DynamoStore::new(client, config.tables);
     let store = &store;
     run(service_fn(move |event: LambdaEvent<_>| async move {

@@ -8,7 +8,7 @@ use shared::store::dynamodb::DynamoStore;
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let config = Config::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE])?;
-    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref()).await;
+    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref())?;
     let store = DynamoStore::new(client, config.tables);
     let store = &store;
     run(service_fn(move |request| async move {

@@ -12,7 +12,7 @@ async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let config = Config::from_env(&[AGENTS_TABLE, LOGS_TABLE])?;
     let retention_days = config.log_retention_days;
-    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref()).await;
+    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref())?;
     let store = DynamoStore::new(client, config.tables);
     let known = KnownAgents::default();
     let (store, known) = (&store, &known);
