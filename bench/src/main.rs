@@ -129,39 +129,61 @@ struct Latency {
     p99: Duration,
 }
 
-/// Starts the function, then sends `events` one after another: the first one's time (cold
-/// connection) and the rest's percentiles. Every answer must be a success of `expected` status.
+/// Starts one function per binary, then sends each its own list of events, taking turns (one
+/// event to each binary, then the next), so that a drift of the store (DynamoDB Local's JVM
+/// warming up) hurts every binary alike: each one's first request (cold connection) and the
+/// rest's percentiles. Every answer must be a success of `expected` status.
 async fn latency(
-    binary: &Path,
+    binaries: &[PathBuf],
     tables: &TableNames,
     endpoint: &str,
-    events: Vec<Vec<u8>>,
+    events: Vec<Vec<Vec<u8>>>,
     expected: u16,
-) -> Latency {
-    let mut api = RuntimeApi::start().await.expect("a loopback port");
-    let env = lambda_env(&api, tables, endpoint);
-    let _child = spawn(binary, env);
-    api.poll(TIMEOUT).await.expect("the function polls");
-    let mut times = Vec::with_capacity(events.len());
-    for event in events {
-        let sent = Instant::now();
-        api.send(event);
-        let (answered, error, body) = api.answer(TIMEOUT).await.expect("an answer");
-        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-        assert!(
-            !error && answer["statusCode"] == expected,
-            "{}: {answer}",
-            binary.display()
-        );
-        times.push(answered - sent);
+) -> Vec<Latency> {
+    let mut running = Vec::new();
+    for binary in binaries {
+        let mut api = RuntimeApi::start().await.expect("a loopback port");
+        let env = lambda_env(&api, tables, endpoint);
+        let child = spawn(binary, env);
+        api.poll(TIMEOUT).await.expect("the function polls");
+        running.push((api, child));
     }
-    let first = times.remove(0);
-    times.sort_unstable();
-    Latency {
-        first,
-        p50: percentile(&times, 0.50),
-        p99: percentile(&times, 0.99),
+    let mut times = vec![Vec::new(); binaries.len()];
+    let mut queues: Vec<_> = events.into_iter().map(Vec::into_iter).collect();
+    loop {
+        let mut sent_any = false;
+        for (index, (api, _)) in running.iter_mut().enumerate() {
+            let Some(event) = queues[index].next() else {
+                continue;
+            };
+            sent_any = true;
+            let sent = Instant::now();
+            api.send(event);
+            let (answered, error, body) = api.answer(TIMEOUT).await.expect("an answer");
+            let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            assert!(
+                !error && answer["statusCode"] == expected,
+                "{}: {answer}",
+                binaries[index].display()
+            );
+            times[index].push(answered - sent);
+        }
+        if !sent_any {
+            break;
+        }
     }
+    times
+        .into_iter()
+        .map(|mut times| {
+            let first = times.remove(0);
+            times.sort_unstable();
+            Latency {
+                first,
+                p50: percentile(&times, 0.50),
+                p99: percentile(&times, 0.99),
+            }
+        })
+        .collect()
 }
 
 fn event_file(name: &str) -> serde_json::Value {
@@ -252,23 +274,14 @@ async fn main() {
             .collect::<Vec<Vec<u8>>>()
     };
     // DynamoDB Local's JVM warms up on its first requests: a throwaway run first, so that its
-    // warm-up is not charged to whichever binary is measured first.
+    // warm-up is not charged to the first requests measured.
     let mut throwaway = create_events(builds.len());
     throwaway.truncate(50);
-    latency(
-        &builds[0].binary("create-agent"),
-        &tables,
-        &endpoint,
-        throwaway,
-        201,
-    )
-    .await;
-    let mut create_latency = Vec::new();
-    for (build_index, build) in builds.iter().enumerate() {
-        let binary = build.binary("create-agent");
-        let events = create_events(build_index);
-        create_latency.push(latency(&binary, &tables, &endpoint, events, 201).await);
-    }
+    let binary = builds[0].binary("create-agent");
+    latency(&[binary], &tables, &endpoint, vec![throwaway], 201).await;
+    let create_binaries: Vec<PathBuf> = builds.iter().map(|b| b.binary("create-agent")).collect();
+    let events = (0..builds.len()).map(create_events).collect();
+    let create_latency = latency(&create_binaries, &tables, &endpoint, events, 201).await;
 
     // Latency of logs: the gateway's event for demo-agent, with 1,000 lines stored.
     let logs = event_file("agent-logs.json");
@@ -306,22 +319,11 @@ async fn main() {
         .collect();
     store.put_lines(&lines, 30).await.expect("the demo lines");
     let throwaway = vec![logs.to_string().into_bytes(); 50];
-    latency(
-        &builds[0].binary("agent-logs"),
-        &tables,
-        &endpoint,
-        throwaway,
-        200,
-    )
-    .await;
-    let mut logs_latency = Vec::new();
-    for build in &builds {
-        let events = (0..=requests)
-            .map(|_| logs.to_string().into_bytes())
-            .collect();
-        let binary = build.binary("agent-logs");
-        logs_latency.push(latency(&binary, &tables, &endpoint, events, 200).await);
-    }
+    let binary = builds[0].binary("agent-logs");
+    latency(&[binary], &tables, &endpoint, vec![throwaway], 200).await;
+    let logs_binaries: Vec<PathBuf> = builds.iter().map(|b| b.binary("agent-logs")).collect();
+    let events = vec![vec![logs.to_string().into_bytes(); requests + 1]; builds.len()];
+    let logs_latency = latency(&logs_binaries, &tables, &endpoint, events, 200).await;
 
     println!(
         "Cold init (process start to first Runtime API poll), median of {starts} starts, release profile:\n"
