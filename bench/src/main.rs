@@ -36,25 +36,15 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-fn release_binary(name: &str) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"));
-    target.join("release").join(name)
-}
-
 /// A set of binaries under test: this tree's release build, or the baseline's.
 struct Build {
     label: String,
-    dir: Option<PathBuf>,
+    dir: PathBuf,
 }
 
 impl Build {
     fn binary(&self, name: &str) -> PathBuf {
-        match &self.dir {
-            Some(dir) => dir.join(name),
-            None => release_binary(name),
-        }
+        self.dir.join(name)
     }
 }
 
@@ -220,16 +210,18 @@ async fn main() {
         .expect("bench tables on DynamoDB Local");
     let store = DynamoStore::new(client, tables.clone());
 
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"));
     let mut builds = vec![Build {
         label: "this tree".into(),
-        dir: None,
+        dir: target.join("release"),
     }];
     if let Some(dir) = std::env::var_os("BENCH_BASELINE").filter(|dir| !dir.is_empty()) {
-        let dir = PathBuf::from(dir);
         let label = std::env::var("BENCH_BASELINE_LABEL").unwrap_or_else(|_| "baseline".into());
         builds.push(Build {
             label,
-            dir: Some(dir),
+            dir: PathBuf::from(dir),
         });
     }
 
@@ -368,11 +360,12 @@ async fn main() {
     println!("| binary | build | native x86_64 | arm64 bootstrap (make build) |");
     println!("|---|---|---:|---:|");
     for name in binaries {
-        for build in &builds {
+        for (build_index, build) in builds.iter().enumerate() {
             let native = size(&build.binary(name)).map_or("-".into(), megabytes);
-            let arm = match build.dir {
-                Some(_) => "-".into(),
-                None => arm64_bootstrap(name).map_or("-".into(), megabytes),
+            // `make build`'s bootstraps are this tree's.
+            let arm = match build_index {
+                0 => arm64_bootstrap(name).map_or("-".into(), megabytes),
+                _ => "-".into(),
             };
             println!("| {name} | {} | {native} | {arm} |", build.label);
         }

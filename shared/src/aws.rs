@@ -17,7 +17,7 @@ use aws_config::environment::EnvironmentVariableCredentialsProvider;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
-use aws_sdk_dynamodb::config::{Credentials, SharedHttpClient};
+use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider, SharedHttpClient};
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore, rustls_provider::CryptoMode};
 
 use crate::config::{MissingVariable, optional};
@@ -59,15 +59,11 @@ fn client_from(
         (None, Some(_)) => LOCAL_REGION.to_owned(),
         (None, None) => return Err(MissingVariable(AWS_REGION)),
     };
-    let mut config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .http_client(http_client(trust(&region, endpoint)))
-        .region(Region::new(region))
-        .retry_config(retry_config())
-        .timeout_config(timeout_config());
-    config = match (variable(AWS_ACCESS_KEY_ID), endpoint) {
-        (Some(_), _) => config.credentials_provider(EnvironmentVariableCredentialsProvider::new()),
-        (None, Some(_)) => config.credentials_provider(Credentials::new(
+    let credentials = match (variable(AWS_ACCESS_KEY_ID), endpoint) {
+        (Some(_), _) => {
+            SharedCredentialsProvider::new(EnvironmentVariableCredentialsProvider::new())
+        }
+        (None, Some(_)) => SharedCredentialsProvider::new(Credentials::new(
             "local",
             "local",
             None,
@@ -76,6 +72,13 @@ fn client_from(
         )),
         (None, None) => return Err(MissingVariable(AWS_ACCESS_KEY_ID)),
     };
+    let mut config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .credentials_provider(credentials)
+        .http_client(http_client(trust(&region, endpoint)))
+        .region(Region::new(region))
+        .retry_config(retry_config())
+        .timeout_config(timeout_config());
     if let Some(endpoint) = endpoint {
         config = config.endpoint_url(endpoint);
     }
@@ -177,6 +180,10 @@ mod tests {
         }
     }
 
+    fn region(client: &aws_sdk_dynamodb::Client) -> Option<&str> {
+        client.config().region().map(|region| region.as_ref())
+    }
+
     #[test]
     fn on_aws_a_missing_region_or_credentials_fails_the_cold_start() {
         let error = client_from(environment(&[]), None).expect_err("no region");
@@ -186,46 +193,40 @@ mod tests {
         assert_eq!(error.0, AWS_ACCESS_KEY_ID);
         let lambda = environment(&[(AWS_REGION, "eu-west-1"), (AWS_ACCESS_KEY_ID, "AKIA")]);
         let client = client_from(lambda, None).expect("Lambda's environment is enough");
-        assert_eq!(
-            client.config().region().map(|r| r.as_ref()),
-            Some("eu-west-1")
-        );
+        assert_eq!(region(&client), Some("eu-west-1"));
     }
 
     #[test]
     fn dynamodb_local_needs_neither_region_nor_credentials() {
         let client =
             client_from(environment(&[]), Some("http://127.0.0.1:8000")).expect("a local client");
-        assert_eq!(
-            client.config().region().map(|r| r.as_ref()),
-            Some(LOCAL_REGION)
-        );
+        assert_eq!(region(&client), Some(LOCAL_REGION));
         let named = environment(&[(AWS_REGION, "ap-south-1")]);
         let client = client_from(named, Some("http://127.0.0.1:8000")).expect("a local client");
-        assert_eq!(
-            client.config().region().map(|r| r.as_ref()),
-            Some("ap-south-1")
-        );
+        assert_eq!(region(&client), Some("ap-south-1"));
     }
 
     #[test]
     fn amazon_roots_for_aws_endpoints_the_system_store_elsewhere() {
         use Trust::*;
-        assert_eq!(trust("us-east-1", None), AmazonTrustServices);
-        assert_eq!(trust("eu-central-1", None), AmazonTrustServices);
-        assert_eq!(trust("us-gov-west-1", None), AmazonTrustServices);
-        assert_eq!(
-            trust("us-east-1", Some("http://127.0.0.1:8000")),
-            AmazonTrustServices
-        );
-        assert_eq!(trust("cn-north-1", None), System);
-        assert_eq!(trust("cn-northwest-1", None), System);
-        assert_eq!(trust("us-iso-east-1", None), System);
-        assert_eq!(trust("us-isob-east-1", None), System);
-        assert_eq!(trust("eu-isoe-west-1", None), System);
-        assert_eq!(
-            trust("us-east-1", Some("https://dynamodb.proxy.internal")),
-            System
-        );
+        let cases = [
+            ("us-east-1", None, AmazonTrustServices),
+            ("eu-central-1", None, AmazonTrustServices),
+            ("us-gov-west-1", None, AmazonTrustServices),
+            (
+                "us-east-1",
+                Some("http://127.0.0.1:8000"),
+                AmazonTrustServices,
+            ),
+            ("cn-north-1", None, System),
+            ("cn-northwest-1", None, System),
+            ("us-iso-east-1", None, System),
+            ("us-isob-east-1", None, System),
+            ("eu-isoe-west-1", None, System),
+            ("us-east-1", Some("https://dynamodb.proxy.internal"), System),
+        ];
+        for (region, endpoint, expected) in cases {
+            assert_eq!(trust(region, endpoint), expected, "{region} {endpoint:?}");
+        }
     }
 }
