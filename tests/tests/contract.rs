@@ -286,6 +286,12 @@ fn the_documented_image_pattern_agrees_with_the_validator() {
         document["components"]["schemas"]["CreateAgentRequest"]["properties"]["image"]["pattern"]
             .as_str()
             .unwrap();
+    assert_eq!(
+        pattern,
+        shared::validation::IMAGE_REFERENCE_PATTERN,
+        "openapi.yaml publishes the validator's own grammar"
+    );
+    // The same pattern under JSON Schema's regex dialect, which clients validate with.
     let validator =
         jsonschema::validator_for(&json!({"type": "string", "pattern": pattern, "maxLength": 512}))
             .unwrap();
