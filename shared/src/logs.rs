@@ -307,7 +307,9 @@ pub struct LogFilter {
     pub agent: String,
     pub deployment_id: Option<String>,
     pub session_id: Option<String>,
-    /// Positions from (inclusive) and to (exclusive), from the time range and retention.
+    /// Positions from and to, both inclusive as in DynamoDB's `BETWEEN`, from the time range and
+    /// retention. Each is a bare 20-digit timestamp, which sorts before every position at that
+    /// nanosecond (`{timestamp}#{event id}`), so the time range's end is exclusive.
     pub from_position: String,
     pub to_position: String,
     pub order: Order,
@@ -354,6 +356,20 @@ impl LogFilter {
             query: query.query.clone(),
             now: now.unix_timestamp(),
         }
+    }
+
+    /// The part of the range that reading in this filter's order has passed at `position`,
+    /// `position` itself included; `None` when that part is empty (a position outside the range).
+    pub fn through(&self, position: &str) -> Option<LogFilter> {
+        let (from, to) = match self.order {
+            Order::Asc => (self.from_position.as_str(), position.min(&self.to_position)),
+            Order::Desc => (position.max(&self.from_position), self.to_position.as_str()),
+        };
+        (from <= to).then(|| LogFilter {
+            from_position: from.to_owned(),
+            to_position: to.to_owned(),
+            ..self.clone()
+        })
     }
 
     /// A fingerprint of everything that decides which lines match and in what order, so a
@@ -515,9 +531,12 @@ pub struct ReadCost {
 /// Answers a logs request for one agent (whose existence the caller checked).
 ///
 /// Without a text query: the page reads offset + limit + 1 items (the one extra tells whether
-/// more follow), and `total` comes from a count of at most 10,001 items, skipped when the page
-/// itself reached the end of the range. With a text query: one pass reads at most
-/// [`QUERY_READ_BUDGET`] items of the time range, and serves both the page and `total`.
+/// more follow), and `total` adds to the page's own matches a count of what lies before the
+/// cursor (if any, alongside the page) and after the page. The page's reads count towards the
+/// 10,001 it takes to tell "exactly 10,000" from "more", so counting itself never reads more than
+/// 10,000 items (the contract's bound); no count runs when the page reached the end of the range.
+/// With a text query: one pass reads at most [`QUERY_READ_BUDGET`] items of the time range, and
+/// serves both the page and `total`.
 pub async fn read<S: crate::store::LogStore>(
     store: &S,
     filter: &LogFilter,
@@ -561,19 +580,30 @@ pub async fn read<S: crate::store::LogStore>(
             read_budget: 2 * (RESULT_WINDOW + 1),
         };
         let page = store.scan(filter, after.as_deref(), &limits);
-        if after.is_none() {
-            let scan = page.await?;
-            if scan.exhausted {
-                let total = Total::exact_or_bound(scan.matches, true);
-                (scan, total, 0)
-            } else {
-                let (count, complete, read) = store.count(filter, RESULT_WINDOW).await?;
-                (scan, Total::exact_or_bound(count, complete), read)
+        // What the earlier pages covered is counted alongside this page. At most RESULT_WINDOW
+        // reads: with the page's first match that is enough to tell "more than 10,000".
+        let passed = after.as_deref().and_then(|cursor| filter.through(cursor));
+        let before = async {
+            match &passed {
+                Some(passed) => store.count(passed, None, RESULT_WINDOW).await,
+                None => Ok((0, true, 0)),
             }
+        };
+        let (scan, before) = tokio::join!(page, before);
+        let (scan, (before, before_complete, before_read)) = (scan?, before?);
+        let counted = before + scan.matches;
+        if scan.exhausted || !before_complete {
+            let total = Total::exact_or_bound(counted, before_complete);
+            (scan, total, before_read)
         } else {
-            let (scan, counted) = tokio::join!(page, store.count(filter, RESULT_WINDOW));
-            let (count, complete, read) = counted?;
-            (scan?, Total::exact_or_bound(count, complete), read)
+            // Whether there are more than RESULT_WINDOW matches is known after RESULT_WINDOW + 1
+            // reads; the page's own reads count towards them.
+            let max_reads = (RESULT_WINDOW + 1).saturating_sub(before_read + scan.items_read);
+            let (after_page, complete, read) = store
+                .count(filter, scan.last_read.as_deref(), max_reads)
+                .await?;
+            let total = Total::exact_or_bound(counted + after_page, complete);
+            (scan, total, before_read + read)
         }
     };
 
@@ -678,6 +708,37 @@ mod tests {
         let error = parse(query).expect_err(query);
         assert_eq!(error.status().as_u16(), 400, "{query}");
         assert_eq!(error.field(), Some(field), "{query}");
+    }
+
+    #[test]
+    fn through_a_position_is_the_part_of_the_range_already_read() {
+        let now = OffsetDateTime::from_unix_timestamp(2_000_000_000).unwrap();
+        let range = |query: &str| LogFilter::new("ns", "bot", &parse(query).unwrap(), now, 30);
+        let at = |seconds: u64| position(seconds * 1_000_000_000, "1");
+        let bounds = |filter: LogFilter| (filter.from_position, filter.to_position);
+        let asc = range("order=asc&startTime=1999999000&endTime=1999999900");
+        let desc = range("startTime=1999999000&endTime=1999999900");
+        let middle = at(1_999_999_500);
+        assert_eq!(
+            asc.through(&middle).map(bounds),
+            Some((asc.from_position.clone(), middle.clone()))
+        );
+        assert_eq!(
+            desc.through(&middle).map(bounds),
+            Some((middle, desc.to_position.clone()))
+        );
+        // Positions outside the range (forged cursors): nothing passed, or all of it.
+        let (before, beyond) = (at(1_999_998_000), at(1_999_999_950));
+        assert_eq!(asc.through(&before).map(bounds), None);
+        assert_eq!(
+            asc.through(&beyond).map(bounds),
+            Some((asc.from_position.clone(), asc.to_position.clone()))
+        );
+        assert_eq!(desc.through(&beyond).map(bounds), None);
+        assert_eq!(
+            desc.through(&before).map(bounds),
+            Some((desc.from_position.clone(), desc.to_position.clone()))
+        );
     }
 
     #[test]

@@ -678,3 +678,85 @@ async fn cri_timestamps_have_nanoseconds_and_ties_keep_one_order() {
     assert_eq!(first["deploymentId"], "dep-9");
     assert_eq!(first["sessionId"], "sess-1");
 }
+
+/// The contract: `total` is exact (`eq`) up to 10,000, `{10000, gte}` beyond, and counting never
+/// reads more than 10,000 items. Shown at exactly 10,000 matching lines and at 10,001, on first
+/// pages, deep by offset and by cursor, in both orders and on an index, on DynamoDB Local and on
+/// the in-memory store.
+#[tokio::test]
+async fn total_is_exact_at_ten_thousand_and_counting_reads_at_most_ten_thousand() {
+    let dynamodb = TestStore::new().await;
+    total_window_on(&dynamodb.store).await;
+    total_window_on(&shared::store::memory::MemoryStore::default()).await;
+}
+
+async fn total_window_on<S: LogStore>(store: &S) {
+    use shared::logs::{LogFilter, LogQuery};
+    let base = now_nanos() - 7_200 * 1_000_000_000;
+    let line = |i: u64| LogLine {
+        namespace: "ns-window".into(),
+        agent: "bot".into(),
+        deployment_id: "dep-1".into(),
+        session_id: None,
+        event_id: format!("{i:08}"),
+        timestamp_nanos: base + i * 1_000_000,
+        text: format!("line {i}"),
+    };
+    let first: Vec<LogLine> = (0..10_000).map(line).collect();
+    for chunk in first.chunks(2_000) {
+        store.put_lines(chunk, RETENTION_DAYS).await.unwrap();
+    }
+    let cases: [&[(&str, &str)]; 6] = [
+        &[],
+        &[("limit", "1")],
+        &[("order", "asc"), ("limit", "1000")],
+        &[("offset", "9990"), ("limit", "10")],
+        &[
+            ("deploymentId", "dep-1"),
+            ("offset", "4000"),
+            ("limit", "1000"),
+        ],
+        &[("deploymentId", "dep-1"), ("order", "asc"), ("limit", "7")],
+    ];
+    let mut cursor_pages = 0;
+    for (lines, expected) in [
+        (10_000, json!({"value": 10_000, "relation": "eq"})),
+        (10_001, json!({"value": 10_000, "relation": "gte"})),
+    ] {
+        if lines == 10_001 {
+            store
+                .put_lines(&[line(10_000)], RETENTION_DAYS)
+                .await
+                .unwrap();
+        }
+        for params in cases {
+            let mut params: Vec<(&str, String)> =
+                params.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+            let mut pages = 0;
+            // The first page, then one by its cursor.
+            loop {
+                let query =
+                    LogQuery::from_params(params.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+                let now = time::OffsetDateTime::now_utc();
+                let filter = LogFilter::new("ns-window", "bot", &query, now, RETENTION_DAYS);
+                let (page, cost) = shared::logs::read(store, &filter, &query).await.unwrap();
+                let context = format!("{lines} lines, {params:?}");
+                assert_eq!(json!(page.total), expected, "{context}");
+                assert!(
+                    cost.total_items_read <= 10_000,
+                    "{context}: counting read {} items",
+                    cost.total_items_read
+                );
+                pages += 1;
+                cursor_pages += usize::from(pages == 2);
+                match page.next_cursor {
+                    Some(cursor) if pages < 2 => params.push(("cursor", cursor)),
+                    _ => break,
+                }
+            }
+        }
+    }
+    // Every case reads a second page by cursor, but the deep offset at exactly 10,000 lines
+    // (its first page is the last).
+    assert_eq!(cursor_pages, 11);
+}

@@ -139,7 +139,8 @@ impl LogStore for MemoryStore {
         let mut scan = Scan::default();
         for (line, expires) in lines {
             let position = line.position();
-            let in_range = position >= filter.from_position && position < filter.to_position;
+            // Both ends inclusive, as DynamoDB's BETWEEN.
+            let in_range = position >= filter.from_position && position <= filter.to_position;
             let after_cursor = after.is_none_or(|after| match filter.order {
                 Order::Asc => position.as_str() > after,
                 Order::Desc => position.as_str() < after,
@@ -187,18 +188,19 @@ impl LogStore for MemoryStore {
     async fn count(
         &self,
         filter: &LogFilter,
-        cap: usize,
+        after: Option<&str>,
+        max_reads: usize,
     ) -> Result<(usize, bool, usize), StoreError> {
         let limits = ScanLimits {
             keep: 0..0,
-            stop_after_matches: cap + 1,
-            read_budget: usize::MAX,
+            stop_after_matches: usize::MAX,
+            read_budget: max_reads,
         };
         let unfiltered = LogFilter {
             query: None,
             ..filter.clone()
         };
-        let scan = self.scan(&unfiltered, None, &limits).await?;
+        let scan = self.scan(&unfiltered, after, &limits).await?;
         Ok((scan.matches, scan.exhausted, scan.items_read))
     }
 }

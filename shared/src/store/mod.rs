@@ -84,11 +84,13 @@ pub trait LogStore: Send + Sync {
         limits: &ScanLimits,
     ) -> impl Future<Output = Result<Scan, StoreError>> + Send;
 
-    /// Counts matching lines (no text query) reading at most `cap + 1` items:
-    /// (count, whether the count is complete, items read).
+    /// Counts the lines matching `filter` (without its text query) after `after` (a position)
+    /// if given, reading at most `max_reads` items: (count, whether the count is complete, items
+    /// read).
     fn count(
         &self,
         filter: &LogFilter,
-        cap: usize,
+        after: Option<&str>,
+        max_reads: usize,
     ) -> impl Future<Output = Result<(usize, bool, usize), StoreError>> + Send;
 }

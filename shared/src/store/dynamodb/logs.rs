@@ -276,12 +276,13 @@ impl LogStore for DynamoStore {
     async fn count(
         &self,
         filter: &LogFilter,
-        cap: usize,
+        after: Option<&str>,
+        max_reads: usize,
     ) -> Result<(usize, bool, usize), StoreError> {
         let (mut count, mut read) = (0usize, 0usize);
-        let mut start = None;
+        let mut start = after.map(|position| DynamoStore::start_after(filter, position));
         loop {
-            let want = (cap + 1).saturating_sub(read);
+            let want = max_reads.saturating_sub(read);
             if want == 0 {
                 return Ok((count, false, read));
             }
