@@ -318,6 +318,16 @@ pub struct LogFilter {
     pub now: i64,
 }
 
+/// Where a cursor's position lies against a range, in the range's reading order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Reading has not reached the range yet: all of it follows.
+    BeforeRange,
+    InRange,
+    /// Reading has passed the range's end: nothing of it follows.
+    PastRange,
+}
+
 impl LogFilter {
     pub fn new(
         namespace: &str,
@@ -355,6 +365,25 @@ impl LogFilter {
             order: query.order,
             query: query.query.clone(),
             now: now.unix_timestamp(),
+        }
+    }
+
+    /// Where `position` (a cursor's) lies for reading in this filter's order.
+    pub fn locate(&self, position: &str) -> Placement {
+        let (ahead, behind) = match self.order {
+            Order::Asc => (
+                position < self.from_position.as_str(),
+                position > self.to_position.as_str(),
+            ),
+            Order::Desc => (
+                position > self.to_position.as_str(),
+                position < self.from_position.as_str(),
+            ),
+        };
+        match (ahead, behind) {
+            (true, _) => Placement::BeforeRange,
+            (_, true) => Placement::PastRange,
+            _ => Placement::InRange,
         }
     }
 
@@ -550,6 +579,23 @@ pub async fn read<S: crate::store::LogStore>(
         .transpose()?;
     let window_end = query.offset + query.limit;
     let keep = query.offset..window_end;
+    // DynamoDB refuses a start key outside the key condition, and a cursor can fall outside the
+    // range honestly (newest first, the retention start moves past old positions) or be forged:
+    // before the range, read it from its start; past it, nothing follows.
+    let placement = after.as_deref().map(|position| filter.locate(position));
+    let start_after = after
+        .as_deref()
+        .filter(|_| placement == Some(Placement::InRange));
+    let finished = placement == Some(Placement::PastRange);
+    let page_scan = |limits: ScanLimits| async move {
+        if finished {
+            return Ok(Scan {
+                exhausted: true,
+                ..Scan::default()
+            });
+        }
+        store.scan(filter, start_after, &limits).await
+    };
 
     // A range that ends before it starts (endTime before the retention period) holds nothing;
     // DynamoDB would reject the inverted BETWEEN.
@@ -568,9 +614,10 @@ pub async fn read<S: crate::store::LogStore>(
             stop_after_matches: (window_end + 1).max(RESULT_WINDOW + 1),
             read_budget: QUERY_READ_BUDGET,
         };
-        let scan = store.scan(filter, after.as_deref(), &limits).await?;
-        // From a cursor the pass sees only what follows it: its count is a lower bound.
-        let total = Total::exact_or_bound(scan.matches, scan.exhausted && after.is_none());
+        let scan = page_scan(limits).await?;
+        // From a cursor in the range the pass sees only what follows it: a lower bound.
+        let whole_range = start_after.is_none() && !finished;
+        let total = Total::exact_or_bound(scan.matches, scan.exhausted && whole_range);
         (scan, total, 0)
     } else {
         let limits = ScanLimits {
@@ -579,7 +626,7 @@ pub async fn read<S: crate::store::LogStore>(
             // Only lines written under a shorter retention are read without matching.
             read_budget: 2 * (RESULT_WINDOW + 1),
         };
-        let page = store.scan(filter, after.as_deref(), &limits);
+        let page = page_scan(limits);
         // What the earlier pages covered is counted alongside this page. At most RESULT_WINDOW
         // reads: with the page's first match that is enough to tell "more than 10,000".
         let passed = after.as_deref().and_then(|cursor| filter.through(cursor));
@@ -711,7 +758,7 @@ mod tests {
     }
 
     #[test]
-    fn through_a_position_is_the_part_of_the_range_already_read() {
+    fn a_position_is_placed_against_the_range_in_reading_order() {
         let now = OffsetDateTime::from_unix_timestamp(2_000_000_000).unwrap();
         let range = |query: &str| LogFilter::new("ns", "bot", &parse(query).unwrap(), now, 30);
         let at = |seconds: u64| position(seconds * 1_000_000_000, "1");
@@ -739,6 +786,23 @@ mod tests {
             desc.through(&before).map(bounds),
             Some((desc.from_position.clone(), desc.to_position.clone()))
         );
+        // The same positions, placed for resuming a page.
+        let middle = at(1_999_999_500);
+        for (filter, position, placement) in [
+            (&asc, &before, Placement::BeforeRange),
+            (&asc, &middle, Placement::InRange),
+            (&asc, &beyond, Placement::PastRange),
+            (&desc, &beyond, Placement::BeforeRange),
+            (&desc, &middle, Placement::InRange),
+            (&desc, &before, Placement::PastRange),
+        ] {
+            assert_eq!(
+                filter.locate(position),
+                placement,
+                "{:?} {position}",
+                filter.order
+            );
+        }
     }
 
     #[test]

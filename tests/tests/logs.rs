@@ -338,6 +338,11 @@ async fn offset_pages_and_cursor_walks_both_concatenate_to_the_model() {
             }
             let (status, body) = read(&store, &key, "voice-bot", &pairs).await;
             assert_eq!(status, 200, "{body}");
+            // Without a text query, every page's total is the whole range's, cursor or not.
+            if params.query.is_none() {
+                let total = json!({"value": want.len(), "relation": "eq"});
+                assert_eq!(body["total"], total, "cursor walk, case {case} {params:?}");
+            }
             by_cursor.extend(entries(&body));
             match body.get("nextCursor") {
                 Some(next) => cursor = Some(next.as_str().unwrap().to_owned()),
@@ -356,6 +361,10 @@ async fn offset_pages_and_cursor_walks_both_concatenate_to_the_model() {
             assert_eq!(status, 200, "{body}");
             let skipped: Vec<Value> = want.iter().skip(limit + 3).take(limit).cloned().collect();
             assert_eq!(entries(&body), skipped, "cursor + offset, case {case}");
+            if params.query.is_none() {
+                let total = json!({"value": want.len(), "relation": "eq"});
+                assert_eq!(body["total"], total, "cursor + offset, case {case}");
+            }
         }
     }
 }
@@ -759,4 +768,80 @@ async fn total_window_on<S: LogStore>(store: &S) {
     // Every case reads a second page by cursor, but the deep offset at exactly 10,000 lines
     // (its first page is the last).
     assert_eq!(cursor_pages, 11);
+}
+
+/// A cursor whose position lies outside the request's range (the retention start moved past it,
+/// or it was forged) must not reach DynamoDB as a start key outside the key condition: before
+/// the range in reading order, the range is read from its start; past it, nothing follows. The
+/// total is still the whole range's.
+#[tokio::test]
+async fn cursors_outside_the_range_read_from_its_start_or_find_nothing() {
+    let dynamodb = TestStore::new().await;
+    cursors_outside_the_range_on(&dynamodb.store).await;
+    cursors_outside_the_range_on(&shared::store::memory::MemoryStore::default()).await;
+}
+
+async fn cursors_outside_the_range_on<S: LogStore>(store: &S) {
+    use shared::logs::{LogFilter, LogQuery, cursor, position};
+    let start = (now_nanos() / 1_000_000_000 - 3_600) as i64;
+    let start_nanos = start as u64 * 1_000_000_000;
+    let lines: Vec<LogLine> = (0..30u64)
+        .map(|i| LogLine {
+            namespace: "ns-cursor".into(),
+            agent: "bot".into(),
+            deployment_id: "dep-1".into(),
+            session_id: None,
+            event_id: format!("{i:08}"),
+            timestamp_nanos: start_nanos + i * 1_000_000,
+            text: format!("line {i}"),
+        })
+        .collect();
+    store.put_lines(&lines, RETENTION_DAYS).await.unwrap();
+    let earlier = position(start_nanos - 1_000_000_000, "1");
+    let later = position(start_nanos + 2_000_000_000, "1");
+    let text = |line: &LogLine| line.text.clone();
+    let oldest: Vec<String> = lines.iter().take(10).map(text).collect();
+    let newest: Vec<String> = lines.iter().rev().take(10).map(text).collect();
+    let all = json!({"value": 30, "relation": "eq"});
+    let range = [
+        ("startTime", start.to_string()),
+        ("endTime", (start + 1).to_string()),
+    ];
+    for (order, query, cursor_at, logs, total) in [
+        ("asc", None, &earlier, oldest.clone(), all.clone()),
+        ("asc", None, &later, vec![], all.clone()),
+        ("desc", None, &later, newest.clone(), all.clone()),
+        ("desc", None, &earlier, vec![], all.clone()),
+        ("asc", Some("LINE"), &earlier, oldest, all.clone()),
+        ("desc", Some("line"), &later, newest, all),
+        (
+            "asc",
+            Some("line"),
+            &later,
+            vec![],
+            json!({"value": 0, "relation": "gte"}),
+        ),
+    ] {
+        let mut params: Vec<(&str, String)> = range.to_vec();
+        params.push(("order", order.to_owned()));
+        if let Some(query) = query {
+            params.push(("query", query.to_owned()));
+        }
+        let parse = |params: &[(&str, String)]| {
+            LogQuery::from_params(params.iter().map(|(k, v)| (*k, v.as_str()))).unwrap()
+        };
+        let now = time::OffsetDateTime::now_utc();
+        let filter = LogFilter::new("ns-cursor", "bot", &parse(&params), now, RETENTION_DAYS);
+        let fingerprint = filter.fingerprint(Some(start), Some(start + 1));
+        params.push(("cursor", cursor::encode(&fingerprint, cursor_at)));
+        let query = parse(&params);
+        let context = format!("{order} {query:?} from {cursor_at}");
+        let (page, _) = shared::logs::read(store, &filter, &query)
+            .await
+            .unwrap_or_else(|error| panic!("{context}: {error:?}"));
+        let read: Vec<String> = page.logs.iter().map(|entry| entry.log.clone()).collect();
+        assert_eq!(read, logs, "{context}");
+        assert_eq!(json!(page.total), total, "{context}");
+        assert_eq!(page.next_cursor.is_some(), !logs.is_empty(), "{context}");
+    }
 }
