@@ -388,17 +388,20 @@ impl LogFilter {
     }
 
     /// The part of the range that reading in this filter's order has passed at `position`,
-    /// `position` itself included; `None` when that part is empty (a position outside the range).
+    /// `position` itself included; `None` when reading has not reached the range yet.
     pub fn through(&self, position: &str) -> Option<LogFilter> {
-        let (from, to) = match self.order {
-            Order::Asc => (self.from_position.as_str(), position.min(&self.to_position)),
-            Order::Desc => (position.max(&self.from_position), self.to_position.as_str()),
-        };
-        (from <= to).then(|| LogFilter {
-            from_position: from.to_owned(),
-            to_position: to.to_owned(),
-            ..self.clone()
-        })
+        let placement = self.locate(position);
+        if placement == Placement::BeforeRange {
+            return None;
+        }
+        let mut passed = self.clone();
+        match (placement, self.order) {
+            (Placement::InRange, Order::Asc) => passed.to_position = position.to_owned(),
+            (Placement::InRange, Order::Desc) => passed.from_position = position.to_owned(),
+            // Past the range: all of it.
+            _ => {}
+        }
+        Some(passed)
     }
 
     /// A fingerprint of everything that decides which lines match and in what order, so a

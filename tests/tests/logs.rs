@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use shared::auth::ApiKey;
-use shared::logs::LogLine;
+use shared::logs::{LogFilter, LogLine, LogQuery};
 use shared::store::LogStore;
 
 const RETENTION_DAYS: u32 = 30;
@@ -37,6 +37,29 @@ async fn read(
     params: &[(&str, String)],
 ) -> (u16, Value) {
     integration_tests::read_logs(store, key, SETTINGS, agent, params).await
+}
+
+/// Line `i` of a numbered run: one a millisecond from `first_nanos`, all in deployment dep-1,
+/// outside any session.
+fn numbered_line(namespace: &str, agent: &str, first_nanos: u64, i: u64) -> LogLine {
+    LogLine {
+        namespace: namespace.into(),
+        agent: agent.into(),
+        deployment_id: "dep-1".into(),
+        session_id: None,
+        event_id: format!("{i:08}"),
+        timestamp_nanos: first_nanos + i * 1_000_000,
+        text: format!("line {i}"),
+    }
+}
+
+/// The filter and query the logs handler builds for agent `bot` of `namespace`, for calling
+/// `shared::logs::read` directly (it also reports the items it read).
+fn filter_and_query(namespace: &str, params: &[(&str, String)]) -> (LogFilter, LogQuery) {
+    let query = LogQuery::from_params(params.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+    let now = time::OffsetDateTime::now_utc();
+    let filter = LogFilter::new(namespace, "bot", &query, now, RETENTION_DAYS);
+    (filter, query)
 }
 
 /// One line as the model keeps it.
@@ -597,15 +620,7 @@ async fn past_ten_thousand_lines_the_total_is_a_lower_bound() {
     create_agent(&store, &key, "busy-bot").await;
     let base = now_nanos() - 7_200 * 1_000_000_000;
     let lines: Vec<LogLine> = (0..10_050u64)
-        .map(|i| LogLine {
-            namespace: caller.namespace.clone(),
-            agent: "busy-bot".into(),
-            deployment_id: "dep-1".into(),
-            session_id: None,
-            event_id: format!("{i:08}"),
-            timestamp_nanos: base + i * 1_000_000,
-            text: format!("line {i}"),
-        })
+        .map(|i| numbered_line(&caller.namespace, "busy-bot", base, i))
         .collect();
     store.store.put_lines(&lines, RETENTION_DAYS).await.unwrap();
 
@@ -700,17 +715,8 @@ async fn total_is_exact_at_ten_thousand_and_counting_reads_at_most_ten_thousand(
 }
 
 async fn total_window_on<S: LogStore>(store: &S) {
-    use shared::logs::{LogFilter, LogQuery};
     let base = now_nanos() - 7_200 * 1_000_000_000;
-    let line = |i: u64| LogLine {
-        namespace: "ns-window".into(),
-        agent: "bot".into(),
-        deployment_id: "dep-1".into(),
-        session_id: None,
-        event_id: format!("{i:08}"),
-        timestamp_nanos: base + i * 1_000_000,
-        text: format!("line {i}"),
-    };
+    let line = |i: u64| numbered_line("ns-window", "bot", base, i);
     let first: Vec<LogLine> = (0..10_000).map(line).collect();
     for chunk in first.chunks(2_000) {
         store.put_lines(chunk, RETENTION_DAYS).await.unwrap();
@@ -744,10 +750,7 @@ async fn total_window_on<S: LogStore>(store: &S) {
             let mut pages = 0;
             // The first page, then one by its cursor.
             loop {
-                let query =
-                    LogQuery::from_params(params.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
-                let now = time::OffsetDateTime::now_utc();
-                let filter = LogFilter::new("ns-window", "bot", &query, now, RETENTION_DAYS);
+                let (filter, query) = filter_and_query("ns-window", &params);
                 let (page, cost) = shared::logs::read(store, &filter, &query).await.unwrap();
                 let context = format!("{lines} lines, {params:?}");
                 assert_eq!(json!(page.total), expected, "{context}");
@@ -782,19 +785,11 @@ async fn cursors_outside_the_range_read_from_its_start_or_find_nothing() {
 }
 
 async fn cursors_outside_the_range_on<S: LogStore>(store: &S) {
-    use shared::logs::{LogFilter, LogQuery, cursor, position};
+    use shared::logs::{cursor, position};
     let start = (now_nanos() / 1_000_000_000 - 3_600) as i64;
     let start_nanos = start as u64 * 1_000_000_000;
     let lines: Vec<LogLine> = (0..30u64)
-        .map(|i| LogLine {
-            namespace: "ns-cursor".into(),
-            agent: "bot".into(),
-            deployment_id: "dep-1".into(),
-            session_id: None,
-            event_id: format!("{i:08}"),
-            timestamp_nanos: start_nanos + i * 1_000_000,
-            text: format!("line {i}"),
-        })
+        .map(|i| numbered_line("ns-cursor", "bot", start_nanos, i))
         .collect();
     store.put_lines(&lines, RETENTION_DAYS).await.unwrap();
     let earlier = position(start_nanos - 1_000_000_000, "1");
@@ -827,14 +822,10 @@ async fn cursors_outside_the_range_on<S: LogStore>(store: &S) {
         if let Some(query) = query {
             params.push(("query", query.to_owned()));
         }
-        let parse = |params: &[(&str, String)]| {
-            LogQuery::from_params(params.iter().map(|(k, v)| (*k, v.as_str()))).unwrap()
-        };
-        let now = time::OffsetDateTime::now_utc();
-        let filter = LogFilter::new("ns-cursor", "bot", &parse(&params), now, RETENTION_DAYS);
+        let (filter, _) = filter_and_query("ns-cursor", &params);
         let fingerprint = filter.fingerprint(Some(start), Some(start + 1));
         params.push(("cursor", cursor::encode(&fingerprint, cursor_at)));
-        let query = parse(&params);
+        let (filter, query) = filter_and_query("ns-cursor", &params);
         let context = format!("{order} {query:?} from {cursor_at}");
         let (page, _) = shared::logs::read(store, &filter, &query)
             .await
