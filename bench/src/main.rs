@@ -2,7 +2,9 @@
 //!
 //! - cold init of each function's release binary: from process start to its first poll of the
 //!   Lambda Runtime API (served here, on loopback), median of BENCH_STARTS (default 21) starts,
-//!   next to a hello-world lambda_runtime binary of the same profile;
+//!   next to a hello-world lambda_runtime binary of the same profile, and to the same binary with
+//!   the service's DynamoDB client built at init (`hello-dynamodb`: the floor once the AWS SDK is
+//!   in; measured for this tree only);
 //! - the first request after init (the first DynamoDB call and its connection included) and warm
 //!   latency, p50 and p99 of BENCH_REQUESTS (default 200), for create and logs, on DynamoDB
 //!   Local (DYNAMODB_ENDPOINT);
@@ -27,6 +29,7 @@ use shared::store::{AgentStore, LogStore, tables};
 
 const FUNCTIONS: &[&str] = &["create-agent", "agent-logs", "ingest-logs", "authorizer"];
 const HELLO: &str = "hello-lambda";
+const HELLO_DYNAMODB: &str = "hello-dynamodb";
 const TIMEOUT: Duration = Duration::from_secs(20);
 
 fn workspace() -> PathBuf {
@@ -226,25 +229,30 @@ async fn main() {
     }
 
     // Cold init, interleaved (binaries and builds) so that a noisy moment hurts all alike.
-    let mut binaries = vec![HELLO];
+    // A baseline commit may predate hello-dynamodb: a binary a build lacks is left out.
+    let mut binaries = vec![HELLO, HELLO_DYNAMODB];
     binaries.extend(FUNCTIONS);
     let mut inits = vec![vec![Vec::<Duration>::new(); binaries.len()]; builds.len()];
     for _ in 0..starts {
         for (name_index, name) in binaries.iter().enumerate() {
             for (build_index, build) in builds.iter().enumerate() {
-                let time = init_once(&build.binary(name), &tables, &endpoint).await;
+                let binary = build.binary(name);
+                if build_index > 0 && !binary.exists() {
+                    continue;
+                }
+                let time = init_once(&binary, &tables, &endpoint).await;
                 inits[build_index][name_index].push(time);
             }
         }
     }
-    let medians: Vec<Vec<Duration>> = inits
+    let medians: Vec<Vec<Option<Duration>>> = inits
         .iter_mut()
         .map(|per_binary| {
             per_binary
                 .iter_mut()
                 .map(|times| {
                     times.sort_unstable();
-                    percentile(times, 0.5)
+                    (!times.is_empty()).then(|| percentile(times, 0.5))
                 })
                 .collect()
         })
@@ -320,17 +328,24 @@ async fn main() {
     println!(
         "Cold init (process start to first Runtime API poll), median of {starts} starts, release profile:\n"
     );
-    println!("| binary | build | init median | vs hello-world |");
-    println!("|---|---|---:|---:|");
+    println!("| binary | build | init median | vs hello-world | vs hello-dynamodb |");
+    println!("|---|---|---:|---:|---:|");
+    let ratio = |median: Duration, reference: Option<Duration>| {
+        reference.map_or("-".into(), |reference| {
+            format!("{:.2}x", median.as_secs_f64() / reference.as_secs_f64())
+        })
+    };
     for (name_index, name) in binaries.iter().enumerate() {
         for (build_index, build) in builds.iter().enumerate() {
-            let median = medians[build_index][name_index];
-            let hello = medians[build_index][0];
+            let Some(median) = medians[build_index][name_index] else {
+                continue;
+            };
             println!(
-                "| {name} | {} | {:.2} ms | {:.2}x |",
+                "| {name} | {} | {:.2} ms | {} | {} |",
                 build.label,
                 millis(median),
-                median.as_secs_f64() / hello.as_secs_f64()
+                ratio(median, medians[build_index][0]),
+                ratio(median, medians[build_index][1]),
             );
         }
     }
