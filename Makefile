@@ -58,15 +58,16 @@ build:
 fuzz:
 	@scripts/fuzz.sh
 
-# Release builds of the four functions, of a hello-world lambda_runtime binary and of the same
-# with the DynamoDB client built at init (one cargo invocation, one profile), then the table;
+# Release builds of the four functions and of three baselines: a hello-world lambda_runtime
+# binary, the same on the current-thread runtime, and that with the DynamoDB client built at init
+# (one cargo invocation, one profile), then the table;
 # handler CPU with criterion (cargo bench).
 # BASELINE=rev also measures that commit's binaries in the same run (before/after).
 bench:
 	@scripts/local.sh dynamodb-tools
 	cargo build --release --quiet -p create-agent -p agent-logs -p ingest-logs -p authorizer \
 		-p agent-hosting-bench --bin create-agent --bin agent-logs --bin ingest-logs --bin authorizer \
-		--bin hello-lambda --bin hello-dynamodb
+		--bin hello-lambda --bin hello-current-thread --bin hello-dynamodb
 	@if [ -n "$(BASELINE)" ]; then \
 		BENCH_BASELINE="$$(scripts/bench-baseline.sh $(BASELINE))" BENCH_BASELINE_LABEL="$(BASELINE)" \
 			scripts/with-dynamodb.sh cargo run --quiet -p agent-hosting-bench --bin bench; \

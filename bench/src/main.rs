@@ -2,9 +2,10 @@
 //!
 //! - cold init of each function's release binary: from process start to its first poll of the
 //!   Lambda Runtime API (served here, on loopback), median of BENCH_STARTS (default 21) starts,
-//!   next to a hello-world lambda_runtime binary of the same profile, and to the same binary with
-//!   the service's DynamoDB client built at init (`hello-dynamodb`: the floor once the AWS SDK is
-//!   in; measured for this tree only);
+//!   next to a hello-world lambda_runtime binary of the same profile (`hello-lambda`, with
+//!   lambda_runtime's own `#[tokio::main]`), the same on the current-thread runtime the functions
+//!   use (`hello-current-thread`), and that with the service's DynamoDB client built at init
+//!   (`hello-dynamodb`: the floor once the AWS SDK is in); the last two for this tree only;
 //! - the first request after init (the first DynamoDB call and its connection included) and warm
 //!   latency, p50 and p99 of BENCH_REQUESTS (default 200), for create and logs, on DynamoDB
 //!   Local (DYNAMODB_ENDPOINT);
@@ -29,6 +30,7 @@ use shared::store::{AgentStore, LogStore, tables};
 
 const FUNCTIONS: &[&str] = &["create-agent", "agent-logs", "ingest-logs", "authorizer"];
 const HELLO: &str = "hello-lambda";
+const HELLO_CURRENT_THREAD: &str = "hello-current-thread";
 const HELLO_DYNAMODB: &str = "hello-dynamodb";
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -229,8 +231,8 @@ async fn main() {
     }
 
     // Cold init, interleaved (binaries and builds) so that a noisy moment hurts all alike.
-    // A baseline commit may predate hello-dynamodb: a binary a build lacks is left out.
-    let mut binaries = vec![HELLO, HELLO_DYNAMODB];
+    // A baseline commit may predate the last two: a binary a build lacks is left out.
+    let mut binaries = vec![HELLO, HELLO_CURRENT_THREAD, HELLO_DYNAMODB];
     binaries.extend(FUNCTIONS);
     let mut inits = vec![vec![Vec::<Duration>::new(); binaries.len()]; builds.len()];
     for _ in 0..starts {
@@ -328,8 +330,10 @@ async fn main() {
     println!(
         "Cold init (process start to first Runtime API poll), median of {starts} starts, release profile:\n"
     );
-    println!("| binary | build | init median | vs hello-world | vs hello-dynamodb |");
-    println!("|---|---|---:|---:|---:|");
+    println!(
+        "| binary | build | init median | vs hello-world | vs hello, current-thread | vs hello-dynamodb |"
+    );
+    println!("|---|---|---:|---:|---:|---:|");
     let ratio = |median: Duration, reference: Option<Duration>| {
         reference.map_or("-".into(), |reference| {
             format!("{:.2}x", median.as_secs_f64() / reference.as_secs_f64())
@@ -341,11 +345,12 @@ async fn main() {
                 continue;
             };
             println!(
-                "| {name} | {} | {:.2} ms | {} | {} |",
+                "| {name} | {} | {:.2} ms | {} | {} | {} |",
                 build.label,
                 millis(median),
                 ratio(median, medians[build_index][0]),
                 ratio(median, medians[build_index][1]),
+                ratio(median, medians[build_index][2]),
             );
         }
     }
