@@ -5,7 +5,8 @@
 //!   next to a hello-world lambda_runtime binary of the same profile (`hello-lambda`, with
 //!   lambda_runtime's own `#[tokio::main]`), the same on the current-thread runtime the functions
 //!   use (`hello-current-thread`), and that with the service's DynamoDB client built at init
-//!   (`hello-dynamodb`: the floor once the AWS SDK is in); the last two for this tree only;
+//!   (`hello-dynamodb`: the floor once the AWS SDK is in); a baseline build's are measured when
+//!   it has them;
 //! - the first request after init (the first DynamoDB call and its connection included) and warm
 //!   latency, p50 and p99 of BENCH_REQUESTS (default 200), for create and logs, on DynamoDB
 //!   Local (DYNAMODB_ENDPOINT);
@@ -29,9 +30,10 @@ use shared::store::dynamodb::DynamoStore;
 use shared::store::{AgentStore, LogStore, tables};
 
 const FUNCTIONS: &[&str] = &["create-agent", "agent-logs", "ingest-logs", "authorizer"];
-const HELLO: &str = "hello-lambda";
-const HELLO_CURRENT_THREAD: &str = "hello-current-thread";
-const HELLO_DYNAMODB: &str = "hello-dynamodb";
+/// What the functions' init is compared with, each a column of ratios: lambda_runtime's own
+/// hello-world (`#[tokio::main]`), the same on the functions' current-thread runtime, and that
+/// with the service's DynamoDB client built at init.
+const BASELINES: [&str; 3] = ["hello-lambda", "hello-current-thread", "hello-dynamodb"];
 const TIMEOUT: Duration = Duration::from_secs(20);
 
 fn workspace() -> PathBuf {
@@ -231,18 +233,28 @@ async fn main() {
     }
 
     // Cold init, interleaved (binaries and builds) so that a noisy moment hurts all alike.
-    // A baseline commit may predate the last two: a binary a build lacks is left out.
-    let mut binaries = vec![HELLO, HELLO_CURRENT_THREAD, HELLO_DYNAMODB];
-    binaries.extend(FUNCTIONS);
+    // The baselines come first, so a binary's index among them is its column's.
+    let binaries: Vec<&str> = BASELINES.iter().chain(FUNCTIONS).copied().collect();
+    // A baseline commit may predate some of them: what a baseline build lacks is left out.
+    let present = |build_index: usize, build: &Build, name: &str| {
+        build_index == 0 || build.binary(name).exists()
+    };
+    for (build_index, build) in builds.iter().enumerate() {
+        for name in binaries
+            .iter()
+            .filter(|name| !present(build_index, build, name))
+        {
+            eprintln!("{}: no {name}, left out", build.label);
+        }
+    }
     let mut inits = vec![vec![Vec::<Duration>::new(); binaries.len()]; builds.len()];
     for _ in 0..starts {
         for (name_index, name) in binaries.iter().enumerate() {
             for (build_index, build) in builds.iter().enumerate() {
-                let binary = build.binary(name);
-                if build_index > 0 && !binary.exists() {
+                if !present(build_index, build, name) {
                     continue;
                 }
-                let time = init_once(&binary, &tables, &endpoint).await;
+                let time = init_once(&build.binary(name), &tables, &endpoint).await;
                 inits[build_index][name_index].push(time);
             }
         }
@@ -330,10 +342,9 @@ async fn main() {
     println!(
         "Cold init (process start to first Runtime API poll), median of {starts} starts, release profile:\n"
     );
-    println!(
-        "| binary | build | init median | vs hello-world | vs hello, current-thread | vs hello-dynamodb |"
-    );
-    println!("|---|---|---:|---:|---:|---:|");
+    let columns: Vec<String> = BASELINES.iter().map(|name| format!("vs {name}")).collect();
+    println!("| binary | build | init median | {} |", columns.join(" | "));
+    println!("|---|---|---:|{}", "---:|".repeat(BASELINES.len()));
     let ratio = |median: Duration, reference: Option<Duration>| {
         reference.map_or("-".into(), |reference| {
             format!("{:.2}x", median.as_secs_f64() / reference.as_secs_f64())
@@ -344,13 +355,14 @@ async fn main() {
             let Some(median) = medians[build_index][name_index] else {
                 continue;
             };
+            let ratios: Vec<String> = (0..BASELINES.len())
+                .map(|baseline| ratio(median, medians[build_index][baseline]))
+                .collect();
             println!(
-                "| {name} | {} | {:.2} ms | {} | {} | {} |",
+                "| {name} | {} | {:.2} ms | {} |",
                 build.label,
                 millis(median),
-                ratio(median, medians[build_index][0]),
-                ratio(median, medians[build_index][1]),
-                ratio(median, medians[build_index][2]),
+                ratios.join(" | ")
             );
         }
     }
@@ -381,6 +393,9 @@ async fn main() {
     println!("|---|---|---:|---:|");
     for name in binaries {
         for (build_index, build) in builds.iter().enumerate() {
+            if !present(build_index, build, name) {
+                continue;
+            }
             let native = size(&build.binary(name)).map_or("-".into(), megabytes);
             // `make build`'s bootstraps are this tree's.
             let arm = match build_index {

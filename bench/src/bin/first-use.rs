@@ -26,11 +26,11 @@ fn main() {
     println!("|---|---:|---:|");
     // DynamoDB Local's settings: the same construction as on AWS but for the endpoint, and no
     // credentials needed in the environment.
-    let client = || {
+    let build_client = || {
         std::hint::black_box(shared::aws::dynamodb_client(Some("http://127.0.0.1:8000")).ok());
     };
-    let first = timed(client);
-    let second = timed(client);
+    let first = timed(build_client);
+    let second = timed(build_client);
     println!("| DynamoDB client (shared::aws::dynamodb_client) | {first:.2?} | {second:.2?} |");
     let image = |reference: &'static str| {
         move || {

@@ -5,8 +5,8 @@ use shared::config::{ACCOUNTS_TABLE, Config};
 use shared::store::DisplayErrorContext;
 use shared::store::dynamodb::DynamoStore;
 
-// Lambda sends an execution environment one event at a time: one thread serves it (its calls
-// still run concurrently), and init starts no worker threads (0.2 ms; docs/performance.md).
+// Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one
+// thread serves it, and init starts no worker threads (docs/performance.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();

@@ -7,8 +7,8 @@ use shared::config::{AGENTS_TABLE, Config, LOGS_TABLE};
 use shared::store::DisplayErrorContext;
 use shared::store::dynamodb::DynamoStore;
 
-// Lambda sends an execution environment one event at a time: one thread serves it (its calls
-// still run concurrently), and init starts no worker threads (0.2 ms; docs/performance.md).
+// Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one
+// thread serves it, and init starts no worker threads (docs/performance.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
