@@ -7,9 +7,9 @@
 //!   use (`hello-current-thread`), and that with the service's DynamoDB client built at init
 //!   (`hello-dynamodb`: the floor once the AWS SDK is in); a baseline build's are measured when
 //!   it has them;
-//! - the first request after init (the first DynamoDB call and its connection included) and warm
-//!   latency, p50 and p99 of BENCH_REQUESTS (default 200), for create and logs, on DynamoDB
-//!   Local (DYNAMODB_ENDPOINT);
+//! - the first request after init (the first DynamoDB call and its connection included), median
+//!   of BENCH_COLD_STARTS (default 11) cold starts, and warm latency, p50 and p99 of
+//!   BENCH_REQUESTS (default 200), for create and logs, on DynamoDB Local (DYNAMODB_ENDPOINT);
 //! - stripped release binary sizes, native and (when `make build` made them) arm64.
 //!
 //! With `BENCH_BASELINE=dir` (binaries of the same names, e.g. built at an earlier commit by
@@ -121,32 +121,67 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 struct Latency {
+    /// Median over the cold starts.
     first: Duration,
     p50: Duration,
     p99: Duration,
 }
 
-/// Starts one function per binary, then sends each its own list of events, taking turns (one
-/// event to each binary, then the next), so that a drift of the store (DynamoDB Local's JVM
-/// warming up) hurts every binary alike: each one's first request (cold connection) and the
-/// rest's percentiles. Every answer must be a success of `expected` status.
+/// Starts `binary` with Lambda's environment and waits for its first poll.
+async fn start(
+    binary: &Path,
+    tables: &TableNames,
+    endpoint: &str,
+) -> (RuntimeApi, tokio::process::Child) {
+    let mut api = RuntimeApi::start().await.expect("a loopback port");
+    let env = lambda_env(&api, tables, endpoint);
+    let child = spawn(binary, env);
+    api.poll(TIMEOUT).await.expect("the function polls");
+    (api, child)
+}
+
+/// Sends one event and times its answer, which must be a success of `expected` status.
+async fn invoke(api: &mut RuntimeApi, binary: &Path, event: Vec<u8>, expected: u16) -> Duration {
+    let sent = Instant::now();
+    api.send(event);
+    let (answered, error, body) = api.answer(TIMEOUT).await.expect("an answer");
+    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    assert!(
+        !error && answer["statusCode"] == expected,
+        "{}: {answer}",
+        binary.display()
+    );
+    answered - sent
+}
+
+/// The first request after init, over `cold_starts` fresh processes per binary, then warm
+/// requests on the last of them; each binary takes its events from its own list. Binaries take
+/// turns (a cold start of each, then the next; a warm request to each, then the next), so that a
+/// drift of the store (DynamoDB Local's JVM warming up) hurts every binary alike.
 async fn latency(
     binaries: &[PathBuf],
     tables: &TableNames,
     endpoint: &str,
     events: Vec<Vec<Vec<u8>>>,
     expected: u16,
+    cold_starts: usize,
 ) -> Vec<Latency> {
+    let mut queues: Vec<_> = events.into_iter().map(Vec::into_iter).collect();
+    let mut firsts = vec![Vec::new(); binaries.len()];
     let mut running = Vec::new();
-    for binary in binaries {
-        let mut api = RuntimeApi::start().await.expect("a loopback port");
-        let env = lambda_env(&api, tables, endpoint);
-        let child = spawn(binary, env);
-        api.poll(TIMEOUT).await.expect("the function polls");
-        running.push((api, child));
+    for round in 0..cold_starts.max(1) {
+        running.clear();
+        for (index, binary) in binaries.iter().enumerate() {
+            let (mut api, child) = start(binary, tables, endpoint).await;
+            let event = queues[index].next().expect("an event for each cold start");
+            firsts[index].push(invoke(&mut api, binary, event, expected).await);
+            // The last round's processes stay up for the warm requests.
+            if round + 1 == cold_starts.max(1) {
+                running.push((api, child));
+            }
+        }
     }
     let mut times = vec![Vec::new(); binaries.len()];
-    let mut queues: Vec<_> = events.into_iter().map(Vec::into_iter).collect();
     loop {
         let mut sent_any = false;
         for (index, (api, _)) in running.iter_mut().enumerate() {
@@ -154,28 +189,20 @@ async fn latency(
                 continue;
             };
             sent_any = true;
-            let sent = Instant::now();
-            api.send(event);
-            let (answered, error, body) = api.answer(TIMEOUT).await.expect("an answer");
-            let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            assert!(
-                !error && answer["statusCode"] == expected,
-                "{}: {answer}",
-                binaries[index].display()
-            );
-            times[index].push(answered - sent);
+            times[index].push(invoke(api, &binaries[index], event, expected).await);
         }
         if !sent_any {
             break;
         }
     }
-    times
+    firsts
         .into_iter()
-        .map(|mut times| {
-            let first = times.remove(0);
+        .zip(times)
+        .map(|(mut firsts, mut times)| {
+            firsts.sort_unstable();
             times.sort_unstable();
             Latency {
-                first,
+                first: percentile(&firsts, 0.50),
                 p50: percentile(&times, 0.50),
                 p99: percentile(&times, 0.99),
             }
@@ -203,6 +230,7 @@ async fn main() {
         .expect("DYNAMODB_ENDPOINT: run through make bench, which starts DynamoDB Local");
     let starts = env_number("BENCH_STARTS", 21);
     let requests = env_number("BENCH_REQUESTS", 200);
+    let cold_starts = env_number("BENCH_COLD_STARTS", 11);
 
     let client =
         shared::aws::dynamodb_client(Some(&endpoint)).expect("a client for DynamoDB Local");
@@ -275,7 +303,7 @@ async fn main() {
     // Latency of create: the gateway's event, a new name each time.
     let create = event_file("create-agent.json");
     let create_events = |build_index: usize| {
-        (0..=requests)
+        (0..cold_starts + requests)
             .map(|i| {
                 let mut event = create.clone();
                 event["body"] = serde_json::json!({
@@ -292,10 +320,18 @@ async fn main() {
     let mut throwaway = create_events(builds.len());
     throwaway.truncate(50);
     let binary = builds[0].binary("create-agent");
-    latency(&[binary], &tables, &endpoint, vec![throwaway], 201).await;
+    latency(&[binary], &tables, &endpoint, vec![throwaway], 201, 1).await;
     let create_binaries: Vec<PathBuf> = builds.iter().map(|b| b.binary("create-agent")).collect();
     let events = (0..builds.len()).map(create_events).collect();
-    let create_latency = latency(&create_binaries, &tables, &endpoint, events, 201).await;
+    let create_latency = latency(
+        &create_binaries,
+        &tables,
+        &endpoint,
+        events,
+        201,
+        cold_starts,
+    )
+    .await;
 
     // Latency of logs: the gateway's event for demo-agent, with 1,000 lines stored.
     let logs = event_file("agent-logs.json");
@@ -334,10 +370,10 @@ async fn main() {
     store.put_lines(&lines, 30).await.expect("the demo lines");
     let throwaway = vec![logs.to_string().into_bytes(); 50];
     let binary = builds[0].binary("agent-logs");
-    latency(&[binary], &tables, &endpoint, vec![throwaway], 200).await;
+    latency(&[binary], &tables, &endpoint, vec![throwaway], 200, 1).await;
     let logs_binaries: Vec<PathBuf> = builds.iter().map(|b| b.binary("agent-logs")).collect();
-    let events = vec![vec![logs.to_string().into_bytes(); requests + 1]; builds.len()];
-    let logs_latency = latency(&logs_binaries, &tables, &endpoint, events, 200).await;
+    let events = vec![vec![logs.to_string().into_bytes(); cold_starts + requests]; builds.len()];
+    let logs_latency = latency(&logs_binaries, &tables, &endpoint, events, 200, cold_starts).await;
 
     println!(
         "Cold init (process start to first Runtime API poll), median of {starts} starts, release profile:\n"
@@ -367,9 +403,9 @@ async fn main() {
         }
     }
     println!(
-        "\nRequests through the Runtime API on DynamoDB Local ({requests} warm requests each):\n"
+        "\nRequests through the Runtime API on DynamoDB Local ({cold_starts} cold starts and {requests} warm requests each):\n"
     );
-    println!("| request | build | first after init | warm p50 | warm p99 |");
+    println!("| request | build | first after init (median) | warm p50 | warm p99 |");
     println!("|---|---|---:|---:|---:|");
     for (name, latencies) in [
         ("create (POST /v1/agents)", &create_latency),
