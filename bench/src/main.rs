@@ -97,18 +97,29 @@ fn spawn(binary: &Path, env: Vec<(String, String)>) -> tokio::process::Child {
         .unwrap_or_else(|e| panic!("{}: {e} (build it with make bench)", binary.display()))
 }
 
-/// Process start to first poll, once.
-async fn init_once(binary: &Path, tables: &TableNames, endpoint: &str) -> Duration {
+/// Starts `binary` with Lambda's environment and waits for its first poll: the running function
+/// and its init time (process start to first poll).
+async fn start(
+    binary: &Path,
+    tables: &TableNames,
+    endpoint: &str,
+) -> (RuntimeApi, tokio::process::Child, Duration) {
     let mut api = RuntimeApi::start().await.expect("a loopback port");
     let env = lambda_env(&api, tables, endpoint);
     let started = Instant::now();
-    let mut child = spawn(binary, env);
+    let child = spawn(binary, env);
     let polled = api
         .poll(TIMEOUT)
         .await
         .unwrap_or_else(|| panic!("{} never polled", binary.display()));
+    (api, child, polled - started)
+}
+
+/// Process start to first poll, once.
+async fn init_once(binary: &Path, tables: &TableNames, endpoint: &str) -> Duration {
+    let (_, mut child, init) = start(binary, tables, endpoint).await;
     let _ = child.kill().await;
-    polled - started
+    init
 }
 
 fn millis(duration: Duration) -> f64 {
@@ -125,19 +136,6 @@ struct Latency {
     first: Duration,
     p50: Duration,
     p99: Duration,
-}
-
-/// Starts `binary` with Lambda's environment and waits for its first poll.
-async fn start(
-    binary: &Path,
-    tables: &TableNames,
-    endpoint: &str,
-) -> (RuntimeApi, tokio::process::Child) {
-    let mut api = RuntimeApi::start().await.expect("a loopback port");
-    let env = lambda_env(&api, tables, endpoint);
-    let child = spawn(binary, env);
-    api.poll(TIMEOUT).await.expect("the function polls");
-    (api, child)
 }
 
 /// Sends one event and times its answer, which must be a success of `expected` status.
@@ -169,14 +167,15 @@ async fn latency(
     let mut queues: Vec<_> = events.into_iter().map(Vec::into_iter).collect();
     let mut firsts = vec![Vec::new(); binaries.len()];
     let mut running = Vec::new();
-    for round in 0..cold_starts.max(1) {
+    let rounds = cold_starts.max(1);
+    for round in 0..rounds {
         running.clear();
         for (index, binary) in binaries.iter().enumerate() {
-            let (mut api, child) = start(binary, tables, endpoint).await;
+            let (mut api, child, _) = start(binary, tables, endpoint).await;
             let event = queues[index].next().expect("an event for each cold start");
             firsts[index].push(invoke(&mut api, binary, event, expected).await);
             // The last round's processes stay up for the warm requests.
-            if round + 1 == cold_starts.max(1) {
+            if round + 1 == rounds {
                 running.push((api, child));
             }
         }
