@@ -1,8 +1,10 @@
 # The two commands a fresh machine needs:
 #   make run    the API on http://127.0.0.1:$(PORT)/v1 (cargo lambda watch) on DynamoDB Local
-#   make test   every test, against a DynamoDB Local started (and stopped) for the run, then
-#               schemathesis against the service as make run serves it
-# Everything they need is installed on first use under .local/ (git-ignored).
+#   make test   every test, against a DynamoDB Local started (and stopped) for the run, then the
+#               end-to-end suites over HTTP through cargo lambda watch (with schemathesis) and
+#               through sam local (the template as deployed)
+# Everything they need is installed on first use under .local/ (git-ignored), or with apt (Java,
+# a Docker engine).
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -21,11 +23,14 @@ export ACCOUNTS_TABLE ?= accounts
 export LOGS_TABLE ?= logs
 export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
 
-.PHONY: help tools run test validate build schemathesis fuzz bench api-key logs-cost lint fmt clean
+.PHONY: help tools run sam-local test e2e validate build schemathesis fuzz bench api-key logs-cost lint fmt clean
 
 help:
 	@echo "make run      start the API on http://127.0.0.1:$(PORT)/v1 with DynamoDB Local, print a dev API key"
-	@echo "make test     run every test (starts its own DynamoDB Local)"
+	@echo "make sam-local   the same through sam local (the template as deployed: gateway, authorizer,"
+	@echo "              containers; Lambda's Invoke API on port $(PORT)+1; SAM_LOCAL_ARCH=arm64 to emulate arm64)"
+	@echo "make test     run every test (starts its own DynamoDB Local, cargo lambda watch and sam local)"
+	@echo "make e2e      only the end-to-end suites (through cargo lambda watch, then sam local)"
 	@echo "make api-key ACCOUNT=<name>   create the account if needed, print a new key (last line)"
 	@echo "make logs-cost [VOLUMES=1000,10000,100000]   items read per logs page, as a table"
 	@echo "make validate sam validate --lint and cfn-lint on template.yaml"
@@ -38,13 +43,20 @@ help:
 tools:
 	@scripts/local.sh tools
 
-run: tools
-	@scripts/run-local.sh "$(PORT)" "$(DYNAMODB_PORT)"
+run:
+	@scripts/serve.sh watch "$(PORT)" "$(DYNAMODB_PORT)"
+
+sam-local:
+	@scripts/serve.sh sam "$(PORT)" "$(DYNAMODB_PORT)"
 
 test: validate
 	@scripts/local.sh dynamodb-tools
 	@scripts/test.sh
-	@scripts/schemathesis.sh
+	@$(MAKE) --no-print-directory e2e
+
+e2e:
+	@scripts/e2e.sh watch http schemathesis
+	@scripts/e2e.sh sam invoke http
 
 # sam and cfn-lint from PyPI, in .local/tools-venv.
 validate:
@@ -75,8 +87,7 @@ bench:
 	cargo bench --quiet -p agent-hosting-bench --bench handlers -- --noplot
 
 schemathesis:
-	@scripts/local.sh dynamodb-tools
-	@scripts/schemathesis.sh
+	@scripts/e2e.sh watch schemathesis
 
 # Against the store `make run` uses (or any DYNAMODB_ENDPOINT / AWS tables given by name).
 api-key:
@@ -89,7 +100,7 @@ logs-cost:
 
 lint:
 	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 fmt:
 	cargo fmt --all

@@ -8,6 +8,13 @@
 #                                          start DynamoDB Local (in memory without DATA_DIR),
 #                                          wait until it answers, print its PID
 #   scripts/local.sh dynamodb-stop PID     stop it
+#   scripts/local.sh docker-engine         install Debian's docker.io and start dockerd if no
+#                                          engine answers
+#   scripts/local.sh lambda-image ARCH     the image sam local runs functions in
+#                                          (public.ecr.aws/lambda/provided:al2023-ARCH), built
+#                                          here from Debian when absent: no registry is reachable
+#   scripts/local.sh docker-bridge-ip      the host's address on Docker's bridge (what a function
+#                                          container reaches the host's DynamoDB Local on)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,13 +31,19 @@ tools_venv="$local_dir/tools-venv"
 
 log() { printf '%s\n' "$*" >&2; }
 
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_install() {
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 ensure_java() {
   command -v java >/dev/null 2>&1 && return
   log "installing a Java runtime for DynamoDB Local (apt: default-jre-headless)"
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq default-jre-headless >/dev/null
+  apt_install default-jre-headless
 }
 
 ensure_dynamodb() {
@@ -74,11 +87,79 @@ ensure_arm64_toolchain() {
     return
   fi
   log "installing Debian's rustc-web and libstd-rust-web-dev:arm64 for the arm64 build"
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo dpkg --add-architecture arm64
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq rustc-web libstd-rust-web-dev:arm64 >/dev/null
+  as_root dpkg --add-architecture arm64
+  apt_install rustc-web libstd-rust-web-dev:arm64
+}
+
+# A Docker engine for sam local: Debian's docker.io (with iptables for its bridge), its daemon
+# started in the background with default settings when nothing answers. It keeps running after
+# the command that started it, as a system service would; its log is .local/dockerd.log.
+ensure_docker_engine() {
+  if docker info >/dev/null 2>&1; then
+    return
+  fi
+  if ! command -v dockerd >/dev/null 2>&1; then
+    log "installing a Docker engine (apt: docker.io, iptables)"
+    apt_install docker.io iptables
+  fi
+  log "starting dockerd (log: .local/dockerd.log)"
+  mkdir -p "$local_dir"
+  as_root setsid dockerd >"$local_dir/dockerd.log" 2>&1 </dev/null &
+  for _ in $(seq 1 120); do
+    docker info >/dev/null 2>&1 && return
+    sleep 0.5
+  done
+  log "dockerd did not answer within 60 s; its log:"; tail -n 30 "$local_dir/dockerd.log" >&2
+  exit 1
+}
+
+# arm64 containers on an x86_64 host run under QEMU's user-mode emulation (binfmt_misc).
+ensure_arm64_emulation() {
+  [ "$(uname -m)" = aarch64 ] && return
+  if ! command -v update-binfmts >/dev/null 2>&1 || [ ! -e /usr/libexec/qemu-binfmt/aarch64-binfmt-P ]; then
+    log "installing QEMU user-mode emulation for arm64 containers (apt: qemu-user-static, binfmt-support)"
+    apt_install qemu-user-static binfmt-support
+  fi
+  if [ ! -e /proc/sys/fs/binfmt_misc/register ]; then
+    as_root mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  fi
+  grep -qx enabled /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null \
+    || as_root update-binfmts --enable qemu-aarch64
+}
+
+# The image sam local asks for, built from Debian (debootstrap --variant=minbase with curl and
+# CA certificates) and imported under AWS's name, since no registry is reachable: sam adds its
+# own Runtime Interface Emulator (shipped inside aws-sam-cli) on top, and every sam local command
+# runs with --skip-pull-image. The functions are static Rust binaries linked against glibc:
+# Debian's glibc (2.36) is newer than the one they are built for, so they run as on
+# provided.al2023.
+ensure_lambda_image() {
+  local arch=$1 platform
+  case "$arch" in
+    x86_64) platform=amd64 ;;
+    arm64) platform=arm64; ensure_arm64_emulation ;;
+    *) log "lambda-image: ARCH is x86_64 or arm64, not '$arch'"; exit 2 ;;
+  esac
+  local image="public.ecr.aws/lambda/provided:al2023-$arch"
+  docker image inspect "$image" >/dev/null 2>&1 && return
+  command -v debootstrap >/dev/null 2>&1 || { log "installing debootstrap (apt)"; apt_install debootstrap; }
+  local rootfs="$local_dir/lambda-rootfs-$arch"
+  log "building $image from Debian bookworm (debootstrap, ~1 min on x86_64; arm64 runs under emulation, ~3 min)"
+  as_root rm -rf "$rootfs"
+  as_root debootstrap --arch="$platform" --variant=minbase --include=curl,ca-certificates \
+    bookworm "$rootfs" http://deb.debian.org/debian >"$local_dir/debootstrap-$arch.log" 2>&1 \
+    || { log "debootstrap failed; its log:"; tail -n 30 "$local_dir/debootstrap-$arch.log" >&2; exit 1; }
+  # The variables and working directory of AWS's provided images.
+  as_root tar -C "$rootfs" -c . | docker import --platform "linux/$platform" \
+    --change 'ENV LAMBDA_TASK_ROOT=/var/task' --change 'ENV LAMBDA_RUNTIME_DIR=/var/runtime' \
+    --change 'WORKDIR /var/task' - "$image" >/dev/null
+  as_root rm -rf "$rootfs"
+}
+
+# The host's address on Docker's default bridge: function containers (which sam local starts on
+# that bridge) reach services bound on the host through it.
+docker_bridge_ip() {
+  ip -4 -o addr show docker0 | awk '{split($4, a, "/"); print a[1]; exit}'
 }
 
 jar_dir() {
@@ -138,7 +219,10 @@ case "${1:-}" in
   arm64-toolchain) ensure_arm64_toolchain ;;
   cargo-lambda) ensure_cargo_lambda ;;
   free-port) free_port ;;
+  docker-engine) ensure_docker_engine ;;
+  lambda-image) shift; ensure_docker_engine; ensure_lambda_image "$@" ;;
+  docker-bridge-ip) docker_bridge_ip ;;
   dynamodb-start) shift; dynamodb_start "$@" ;;
   dynamodb-stop) shift; dynamodb_stop "$@" ;;
-  *) log "usage: $0 tools|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID"; exit 2 ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|docker-engine|lambda-image ARCH|docker-bridge-ip"; exit 2 ;;
 esac

@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --quiet -- -D warnings
+# --all-features: the e2e suites (tests/e2e/) are linted too.
+cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 scripts/with-dynamodb.sh cargo test --workspace --quiet

@@ -8,6 +8,10 @@ use shared::config::TableNames;
 use shared::store::dynamodb::DynamoStore;
 use shared::store::tables;
 
+/// A running stack over HTTP, for the suites under e2e/.
+#[cfg(feature = "e2e")]
+pub mod stack;
+
 /// A store on fresh tables, plus the client for direct checks.
 pub struct TestStore {
     pub store: DynamoStore,

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The end-to-end suites, against a stack of their own (scripts/stack.sh) on free ports and an
+# in-memory DynamoDB Local, stopped after:
+#
+#   scripts/e2e.sh watch SUITE...   the functions behind cargo lambda watch
+#   scripts/e2e.sh sam SUITE...     the template as deployed, through sam local
+#
+# Suites: http (tests/e2e/http.rs: the API over HTTP), invoke (tests/e2e/sam_invoke.rs: every
+# fixture of events/ through `sam local invoke`; sam only), schemathesis (openapi.yaml against
+# the API, every check and phase, deterministic; SCHEMATHESIS_EXAMPLES an operation).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:?usage: e2e.sh watch|sam SUITE...}
+shift
+source scripts/stack.sh
+
+# Built once for the whole run; the suites then time requests, not compilation.
+cargo build --quiet -p integration-tests --features e2e --tests
+export RUST_LOG=${RUST_LOG:-warn}
+STACK_WATCH_IGNORE_CHANGES=1
+stack_store "$(scripts/local.sh free-port)"
+case "$mode" in
+  watch) stack_watch "$(scripts/local.sh free-port)" ;;
+  sam)
+    port=$(stack_free_port_pair)
+    STACK_SAM_ENV_FILE=".local/sam-env-$port.json"
+    stack_sam "$port"
+    ;;
+  *) echo "usage: e2e.sh watch|sam SUITE..." >&2; exit 2 ;;
+esac
+
+suite_cargo() {
+  # --show-output: what the suites print of passing tests (each fixture's answer, each stated
+  # difference from the contract) is part of the record.
+  cargo test --quiet -p integration-tests --features e2e --test "$1" -- --show-output \
+    --test-threads "${E2E_THREADS:-4}"
+}
+
+schemathesis() {
+  scripts/local.sh schemathesis
+  local key
+  key=$(stack_key schemathesis schemathesis)
+  # A first request to each function before the clock of the first test starts.
+  curl -s -o /dev/null -X POST "$STACK_API_URL/agents" -H "Authorization: Bearer $key" \
+    -H "Content-Type: application/json" -d '{"serviceName":"demo-agent","image":"ghcr.io/acme/agent:1.0"}'
+  curl -s -o /dev/null "$STACK_API_URL/agents/demo-agent/logs" -H "Authorization: Bearer $key"
+  # The hooks teach it the contract's cross-field rules, which OpenAPI cannot state (see the file).
+  local dropped=.local/schemathesis-dropped.log status=0
+  : >"$dropped"
+  PYTHONPATH=scripts SCHEMATHESIS_HOOKS=schemathesis_hooks SCHEMATHESIS_DROPPED_LOG="$dropped" \
+    .local/tools-venv/bin/st run openapi.yaml --url "$STACK_API_URL" \
+    --header "Authorization: Bearer $key" \
+    --checks all --seed 20261122 --max-examples "${SCHEMATHESIS_EXAMPLES:-300}" \
+    --generation-deterministic --workers 1 --no-color \
+    --request-timeout 30 || status=$?
+  echo "failures dropped by scripts/schemathesis_hooks.py, by reason:"
+  sort "$dropped" | uniq -c | sed 's/^/  /'
+  return "$status"
+}
+
+for suite in "$@"; do
+  started=$(date +%s)
+  case "$suite" in
+    http) suite_cargo http ;;
+    invoke)
+      [ "$mode" = sam ] || { echo "the invoke suite runs through sam" >&2; exit 2; }
+      suite_cargo sam_invoke
+      ;;
+    schemathesis) schemathesis ;;
+    *) echo "unknown suite $suite" >&2; exit 2 ;;
+  esac
+  echo "e2e $mode $suite: passed in $(($(date +%s) - started)) s"
+done

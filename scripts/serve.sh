@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# make run (watch) and make sam-local (sam): DynamoDB Local with its data under .local/, the
+# tables, the dev account and a new key, then the API (scripts/stack.sh says how each serves it),
+# a demo agent and a few log lines sent through the ingest function. Ctrl-C stops all of it.
+#
+#   scripts/serve.sh watch|sam PORT DYNAMODB_PORT
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:?usage: serve.sh watch|sam PORT DYNAMODB_PORT}
+api_port=${2:-9000}
+dynamodb_port=${3:-8000}
+source scripts/stack.sh
+
+stack_store "$dynamodb_port" .local/dynamodb-data
+echo "DynamoDB Local on $DYNAMODB_ENDPOINT, data in .local/dynamodb-data"
+# The dev account's namespace is fixed, so the events/ fixtures name its agents.
+key=$(stack_key dev dev-local)
+
+case "$mode" in
+  watch) stack_watch "$api_port" ;;
+  sam)
+    echo "building the functions and starting sam local (first run: Docker engine, image, build)"
+    stack_sam "$api_port"
+    ;;
+  *) echo "usage: serve.sh watch|sam PORT DYNAMODB_PORT" >&2; exit 2 ;;
+esac
+
+status=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$STACK_API_URL/agents" \
+  -H "Authorization: Bearer $key" -H "Content-Type: application/json" \
+  -d '{"serviceName":"demo-agent","image":"ghcr.io/acme/demo-agent:1.0"}')
+echo "demo-agent: $status (201 created, 409 already there)"
+scripts/demo-logs-event.py dev-local demo-agent >.local/demo-logs-event.json
+stack_invoke "$STACK_INGEST_FUNCTION" .local/demo-logs-event.json >/dev/null && echo "demo log lines ingested"
+
+cat <<INFO
+
+  API:         $STACK_API_URL
+  Dev API key: $key
+INFO
+if [ "$mode" = sam ]; then
+  cat <<INFO
+  Served by sam local ($STACK_SAM_ARCH) on the template as deployed: start-api (the gateway and
+  its authorizer) on $STACK_API_URL, start-lambda (Lambda's Invoke API) on $STACK_LAMBDA_URL.
+  Logs: .local/sam-api-$api_port.log, .local/sam-lambda-$((api_port + 1)).log
+INFO
+fi
+cat <<INFO
+
+  curl -X POST $STACK_API_URL/agents -H "Authorization: Bearer $key" \\
+       -H "Content-Type: application/json" \\
+       -d '{"serviceName":"my-agent","image":"ghcr.io/acme/agent:1.0"}'
+
+  curl "$STACK_API_URL/agents/demo-agent/logs?limit=5&order=asc" \\
+       -H "Authorization: Bearer $key"
+
+INFO
+
+# The servers' logs (each function's included) from here on, until Ctrl-C or until a server
+# stops by itself.
+servers=("${stack_pids[@]}")
+tail -n 0 -F "${STACK_LOGS[@]}" &
+stack_pids+=("$!")
+disown "$!" # stopped with the rest, without a job notice
+wait -n "${servers[@]}"

@@ -1,0 +1,240 @@
+# A local stack, sourced by scripts/serve.sh (make run, make sam-local) and scripts/e2e.sh (the
+# end-to-end suites): DynamoDB Local with the tables, then the functions served one of two ways:
+#   watch  cargo lambda watch: the functions straight behind its router (no gateway; each
+#          function checks the key itself)
+#   sam    the template as deployed, through sam local: start-api emulates the HTTP API with its
+#          Lambda authorizer, start-lambda serves Lambda's Invoke API for functions without a
+#          route (ingest-logs), each function in its container as template.yaml declares it
+# Whatever these functions start is stopped when the sourcing script exits (Ctrl-C included).
+#
+# After stack_watch or stack_sam, a stack is described by:
+#   STACK_API_URL          base address of the API, with /v1
+#   STACK_LAMBDA_URL       Lambda's Invoke API (POST .../2015-03-31/functions/NAME/invocations)
+#   STACK_INGEST_FUNCTION  the ingest function's name there
+#   STACK_GATEWAY          what answers a denied request: none (the function) or sam-http-api
+#   STACK_LOGS             the servers' log files
+#   STACK_SAM_ARCH, STACK_CONTAINER_DYNAMODB_ENDPOINT (sam): the functions' architecture, and
+#                          DynamoDB Local as their containers reach it
+
+stack_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Job control: without it, a script's background processes start with SIGINT ignored, and sam
+# (Python) can then only be killed, leaving its function containers behind. With it, each server
+# runs in a process group of its own, and stack_stop interrupts it as Ctrl-C would.
+set -m
+stack_pids=()
+stack_dynamodb_pid=""
+STACK_LOGS=()
+stack_sam_logs=()
+
+# Interrupts every server (sam then removes its containers), and kills what is still running
+# 20 s later.
+stack_stop() {
+  local pid
+  for pid in "${stack_pids[@]}"; do
+    kill -INT "$pid" 2>/dev/null || true
+  done
+  for _ in $(seq 1 40); do
+    local running=0
+    for pid in "${stack_pids[@]}"; do
+      kill -0 "$pid" 2>/dev/null && running=1
+    done
+    [ "$running" = 0 ] && break
+    sleep 0.5
+  done
+  for pid in "${stack_pids[@]}"; do
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  stack_pids=()
+  # sam names each container it starts in its log; now and then one outlives the interrupt.
+  local containers
+  containers=$(cat "${stack_sam_logs[@]}" /dev/null 2>/dev/null | sed -n 's/^SAM_CONTAINER_ID: //p')
+  # shellcheck disable=SC2086 # one id per word
+  [ -z "$containers" ] || docker rm -f $containers >/dev/null 2>&1 || true
+  stack_sam_logs=()
+  if [ -n "$stack_dynamodb_pid" ]; then
+    "$stack_root/scripts/local.sh" dynamodb-stop "$stack_dynamodb_pid"
+    stack_dynamodb_pid=""
+  fi
+}
+trap stack_stop EXIT
+trap 'exit 130' INT TERM
+
+stack_admin() {
+  (cd "$stack_root" && cargo run --quiet --package agent-hosting-admin -- "$@")
+}
+
+# A free port whose next port is free too (sam serves the Invoke API on PORT+1).
+stack_free_port_pair() {
+  python3 -c '
+import socket
+while True:
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); port = a.getsockname()[1]
+    b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", port + 1)); print(port); break
+    except OSError:
+        pass
+    finally:
+        a.close(); b.close()'
+}
+
+stack_wait_for() {
+  local url=$1 what=$2 pid=$3 log=$4
+  for _ in $(seq 1 1200); do
+    curl -s -o /dev/null "$url" && return
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "$what stopped before answering; its log ($log):" >&2
+      tail -n 40 "$log" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  echo "$what did not answer on $url within 10 minutes; its log: $log" >&2
+  exit 1
+}
+
+# stack_store PORT [DATA_DIR]: DynamoDB Local (in memory, or kept in DATA_DIR) with the tables.
+# With DATA_DIR, a port that is taken is replaced by a free one.
+stack_store() {
+  local port=$1 data_dir=${2:-}
+  if [ -n "$data_dir" ] && curl -s -o /dev/null "http://127.0.0.1:$port"; then
+    echo "port $port is taken; using another for DynamoDB Local" >&2
+    port=$("$stack_root/scripts/local.sh" free-port)
+  fi
+  stack_dynamodb_pid=$("$stack_root/scripts/local.sh" dynamodb-start "$port" $data_dir)
+  export DYNAMODB_PORT=$port
+  export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+  export AGENTS_TABLE=${AGENTS_TABLE:-agents} ACCOUNTS_TABLE=${ACCOUNTS_TABLE:-accounts} LOGS_TABLE=${LOGS_TABLE:-logs}
+  # DynamoDB Local ignores credentials, but the SDK signs requests with some.
+  export AWS_REGION=${AWS_REGION:-us-east-1}
+  export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
+  stack_admin create-tables
+}
+
+# stack_key ACCOUNT NAMESPACE: prints a new key of the account (created with that namespace if new).
+stack_key() {
+  stack_admin issue-key "$1" --create-account --namespace "$2" 2>/dev/null | tail -n 1
+}
+
+# The host's target triple: cargo lambda watch and cargo lambda build (which always names a
+# target) then build the same units, so the functions compile once for both.
+stack_host_triple() {
+  rustc -vV | sed -n 's/^host: //p'
+}
+
+# stack_watch PORT: the functions behind cargo lambda watch's router on PORT.
+stack_watch() {
+  local port=$1 log="$stack_root/.local/watch-$1.log"
+  "$stack_root/scripts/local.sh" cargo-lambda
+  mkdir -p "$stack_root/.local"
+  (cd "$stack_root" && exec "$stack_root/.local/venv/bin/cargo-lambda" lambda watch --quiet \
+    --target "$(stack_host_triple)" --invoke-address 127.0.0.1 --invoke-port "$port" \
+    ${STACK_WATCH_IGNORE_CHANGES:+--ignore-changes} \
+    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE" \
+    --env-var "AWS_REGION=$AWS_REGION,AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY,RUST_LOG=${RUST_LOG:-info}") \
+    >"$log" 2>&1 &
+  stack_pids+=("$!")
+  STACK_LOGS+=("$log")
+  stack_wait_for "http://127.0.0.1:$port/" "cargo lambda watch" "$!" "$log"
+  export STACK_API_URL="http://127.0.0.1:$port/v1" STACK_LAMBDA_URL="http://127.0.0.1:$port"
+  export STACK_INGEST_FUNCTION=ingest-logs STACK_GATEWAY=none
+}
+
+# The architecture sam local runs the functions as: the host's by default (SAM_LOCAL_ARCH=arm64
+# on an x86_64 host builds with Debian's arm64 standard library and runs under QEMU).
+stack_sam_arch() {
+  case "${SAM_LOCAL_ARCH:-$(uname -m)}" in
+    x86_64 | amd64) echo x86_64 ;;
+    arm64 | aarch64) echo arm64 ;;
+    *) echo "SAM_LOCAL_ARCH is x86_64 or arm64" >&2; exit 2 ;;
+  esac
+}
+
+# sam without the dummy credentials DynamoDB Local is signed with: given credentials, sam asks
+# AWS who they belong to (for AWS::AccountId) and waits ~9 s for each command to time out, with
+# no network. The functions then get none, and sign with dummies of their own (shared/src/aws.rs).
+# (A function, so that `stack_sam_cli ... &` would put a shell between the PID and sam: servers
+# are started with stack_sam_serve.)
+stack_sam_cli() {
+  SAM_CLI_TELEMETRY=0 env -C "$stack_root" -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
+    -u AWS_SESSION_TOKEN "$stack_root/.local/tools-venv/bin/sam" "$@"
+}
+
+# stack_sam_serve LOG ARGS...: sam ARGS in the background, its PID in stack_pids.
+stack_sam_serve() {
+  local log=$1
+  shift
+  (SAM_CLI_TELEMETRY=0 exec env -C "$stack_root" -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
+    -u AWS_SESSION_TOKEN "$stack_root/.local/tools-venv/bin/sam" "$@") >"$log" 2>&1 &
+  stack_pids+=("$!")
+  STACK_LOGS+=("$log")
+  stack_sam_logs+=("$log")
+}
+
+# stack_sam_build ARCH: every function of template.yaml in one cargo invocation (debug profile,
+# the units cargo lambda watch builds), then `sam build` on the template as it deploys, whose
+# per-function `cargo lambda build` finds them built and copies them into .local/sam-build.
+# (A subshell: the build's variables stay out of the caller's later cargo commands.)
+stack_sam_build() (
+  local arch=$1 binaries cargo_args=()
+  "$stack_root/scripts/local.sh" cargo-lambda
+  "$stack_root/scripts/local.sh" sam-tools
+  export PATH="$stack_root/.local/venv/bin:$PATH"
+  if [ "$arch" = "$(uname -m | sed 's/aarch64/arm64/')" ]; then
+    export CARGO_LAMBDA_COMPILER=cargo
+    [ "$arch" = x86_64 ] || cargo_args+=(--arm64)
+  else
+    # Cross: zig links, Debian's rustc brings the other architecture's standard library.
+    "$stack_root/scripts/local.sh" arm64-toolchain
+    export RUSTC=/usr/bin/rustc
+    cargo_args+=(--arm64)
+  fi
+  binaries=$(awk '/^ *Binary:/ {print "--bin=" $2}' "$stack_root/template.yaml")
+  # shellcheck disable=SC2086 # one --bin=NAME per word
+  (cd "$stack_root" && cargo lambda build --quiet "${cargo_args[@]}" $binaries)
+  SAM_BUILD_MODE=debug stack_sam_cli build --config-env local \
+    --parameter-overrides "Architecture=$arch" >"$stack_root/.local/sam-build.log" 2>&1 \
+    || { tail -n 40 "$stack_root/.local/sam-build.log" >&2; exit 1; }
+)
+
+# stack_sam_env FILE: the --env-vars file of the functions' containers: DynamoDB Local through
+# Docker's bridge (sam starts function containers there; host networking is not applied by this
+# sam version) and the table names, in place of the template's AWS values.
+stack_sam_env() {
+  export STACK_CONTAINER_DYNAMODB_ENDPOINT
+  STACK_CONTAINER_DYNAMODB_ENDPOINT="http://$("$stack_root/scripts/local.sh" docker-bridge-ip):$DYNAMODB_PORT"
+  cat >"$1" <<JSON
+{"Parameters": {"DYNAMODB_ENDPOINT": "$STACK_CONTAINER_DYNAMODB_ENDPOINT",
+  "AGENTS_TABLE": "$AGENTS_TABLE", "ACCOUNTS_TABLE": "$ACCOUNTS_TABLE", "LOGS_TABLE": "$LOGS_TABLE"}}
+JSON
+}
+
+# stack_sam PORT: the API through sam local start-api on PORT and Lambda's Invoke API through
+# sam local start-lambda on PORT+1, on the build of stack_sam_build.
+stack_sam() {
+  local port=$1 arch env_file="$stack_root/.local/sam-env.json" invoke_port=$(($1 + 1))
+  arch=$(stack_sam_arch)
+  "$stack_root/scripts/local.sh" lambda-image "$arch"
+  stack_sam_build "$arch"
+  [ -n "${STACK_SAM_ENV_FILE:-}" ] && env_file=$STACK_SAM_ENV_FILE
+  stack_sam_env "$env_file"
+  local common=(--config-env local --parameter-overrides "Architecture=$arch" --env-vars "$env_file")
+  local api_log="$stack_root/.local/sam-api-$port.log" lambda_log="$stack_root/.local/sam-lambda-$invoke_port.log"
+  stack_sam_serve "$api_log" local start-api "${common[@]}" --port "$port"
+  local api_pid=$!
+  stack_sam_serve "$lambda_log" local start-lambda "${common[@]}" --port "$invoke_port"
+  local lambda_pid=$!
+  stack_wait_for "http://127.0.0.1:$port/" "sam local start-api" "$api_pid" "$api_log"
+  stack_wait_for "http://127.0.0.1:$invoke_port/" "sam local start-lambda" "$lambda_pid" "$lambda_log"
+  export STACK_API_URL="http://127.0.0.1:$port/v1" STACK_LAMBDA_URL="http://127.0.0.1:$invoke_port"
+  export STACK_INGEST_FUNCTION=IngestLogsFunction STACK_GATEWAY=sam-http-api STACK_SAM_ARCH=$arch
+  export STACK_SAM_ENV_FILE=$env_file
+}
+
+# stack_invoke FUNCTION FILE: the function's answer to the event in FILE, through the stack's
+# Invoke API.
+stack_invoke() {
+  curl -sS --fail-with-body -X POST --data-binary "@$2" \
+    "$STACK_LAMBDA_URL/2015-03-31/functions/$1/invocations"
+}

@@ -1,0 +1,295 @@
+//! Every fixture in events/ through `sam local invoke`, as the README shows it: the function of
+//! the template that the fixture is for, in its container, on tables of its own in the stack's
+//! DynamoDB Local; each answer checked (status and code, the authorizer's verdict, the lines
+//! stored). `scripts/e2e.sh sam invoke` builds the functions and runs this file; `make test`
+//! runs it.
+//!
+//! Besides the stack's variables (tests/src/stack.rs), it reads `STACK_SAM_ARCH` and
+//! `STACK_CONTAINER_DYNAMODB_ENDPOINT` (DynamoDB Local as the functions' containers reach it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use shared::agent::{Agent, AgentSpec};
+use shared::auth::Principal;
+use shared::config::TableNames;
+use shared::store::dynamodb::DynamoStore;
+use shared::store::{AgentStore, tables};
+
+/// What a fixture's function answers.
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    /// An HTTP answer: status, and the error code when it is an error.
+    Http(u16, Option<&'static str>),
+    /// The authorizer's verdict.
+    Authorized(bool),
+    /// The ingest function's report: lines stored.
+    Stored(usize),
+}
+
+use Expect::*;
+
+/// Each fixture, the template's function it is an event of, and the answer. The agent-logs
+/// fixtures read `demo-agent` of the account `dev` (namespace `dev-local`), created first.
+const FIXTURES: &[(&str, &str, Expect)] = &[
+    ("create-agent.json", "CreateAgentFunction", Http(201, None)),
+    (
+        "create-agent-full.json",
+        "CreateAgentFunction",
+        Http(201, None),
+    ),
+    (
+        "create-agent-idempotent.json",
+        "CreateAgentFunction",
+        Http(201, None),
+    ),
+    (
+        "create-agent-invalid.json",
+        "CreateAgentFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    ),
+    (
+        "create-agent-unknown-member.json",
+        "CreateAgentFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    ),
+    (
+        "create-agent-form-content-type.json",
+        "CreateAgentFunction",
+        Http(415, Some("UNSUPPORTED_MEDIA_TYPE")),
+    ),
+    (
+        "create-agent-no-key.json",
+        "CreateAgentFunction",
+        Http(401, Some("UNAUTHORIZED")),
+    ),
+    (
+        "create-agent-not-utf8.json",
+        "CreateAgentFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    ),
+    (
+        "create-agent-wrong-method.json",
+        "CreateAgentFunction",
+        Http(405, Some("METHOD_NOT_ALLOWED")),
+    ),
+    ("agent-logs.json", "AgentLogsFunction", Http(200, None)),
+    (
+        "agent-logs-filtered.json",
+        "AgentLogsFunction",
+        Http(200, None),
+    ),
+    (
+        "agent-logs-milliseconds.json",
+        "AgentLogsFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    ),
+    (
+        "agent-logs-unknown-agent.json",
+        "AgentLogsFunction",
+        Http(404, Some("NOT_FOUND")),
+    ),
+    ("ingest-logs.json", "IngestLogsFunction", Stored(7)),
+    ("authorizer.json", "AuthorizerFunction", Authorized(false)),
+    (
+        "authorizer-malformed.json",
+        "AuthorizerFunction",
+        Authorized(false),
+    ),
+];
+
+/// Files in events/ that are not events (a readable copy of another fixture's payload).
+const NOT_EVENTS: &[&str] = &["ingest-logs.decoded.json"];
+
+/// Concurrent `sam local invoke`s (each is a process and a container).
+const WORKERS: usize = 2;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn variable(name: &str) -> String {
+    std::env::var(name)
+        .unwrap_or_else(|_| panic!("{name} is not set: run scripts/e2e.sh sam invoke"))
+}
+
+/// Tables of this run, with the fixtures' account and demo agent in them, and the --env-vars
+/// file that points the functions' containers at them.
+async fn prepare() -> (DynamoStore, PathBuf) {
+    let client =
+        shared::aws::dynamodb_client(Some(&variable(shared::config::DYNAMODB_ENDPOINT))).unwrap();
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let names = TableNames {
+        agents: format!("invoke-agents-{suffix}"),
+        accounts: format!("invoke-accounts-{suffix}"),
+        logs: format!("invoke-logs-{suffix}"),
+    };
+    tables::create_all(&client, &names).await.unwrap();
+    let store = DynamoStore::new(client, names.clone());
+    let dev = Principal {
+        account_id: "dev".into(),
+        namespace: "dev-local".into(),
+    };
+    let spec = AgentSpec::from_json(
+        json!({"serviceName": "demo-agent", "image": "ghcr.io/acme/demo-agent:1.0"}),
+    )
+    .unwrap();
+    let agent = Agent::new(
+        &spec,
+        &dev.namespace,
+        &shared::timestamp::now_rfc3339_millis(),
+    );
+    store.create_agent(&dev, &agent, None).await.unwrap();
+
+    let env_file = workspace().join(format!(".local/sam-invoke-env-{suffix}.json"));
+    let env = json!({"Parameters": {
+        "DYNAMODB_ENDPOINT": variable("STACK_CONTAINER_DYNAMODB_ENDPOINT"),
+        "AGENTS_TABLE": names.agents,
+        "ACCOUNTS_TABLE": names.accounts,
+        "LOGS_TABLE": names.logs,
+    }});
+    std::fs::write(&env_file, env.to_string()).unwrap();
+    (store, env_file)
+}
+
+/// The function's answer to the event in `fixture`, through `sam local invoke`: the last line of
+/// its standard output.
+fn sam_invoke(function: &str, event: &Path, env_file: &Path) -> Value {
+    let output = Command::new(workspace().join(".local/tools-venv/bin/sam"))
+        .current_dir(workspace())
+        .env("SAM_CLI_TELEMETRY", "0")
+        // Given credentials (the dummies DynamoDB Local is signed with), sam asks AWS whose they
+        // are and waits for that to time out; the functions sign with dummies of their own.
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("AWS_SESSION_TOKEN")
+        .args(["local", "invoke", function, "--config-env", "local"])
+        .arg("--event")
+        .arg(event)
+        .arg("--parameter-overrides")
+        .arg(format!("Architecture={}", variable("STACK_SAM_ARCH")))
+        .arg("--env-vars")
+        .arg(env_file)
+        .output()
+        .expect("sam runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().rev().find(|line| !line.trim().is_empty());
+    match last.map(serde_json::from_str::<Value>) {
+        Some(Ok(answer)) => answer,
+        _ => panic!(
+            "sam local invoke {function} -e {}: no JSON answer (exit {:?})\nstdout: {stdout}\nstderr: {}",
+            event.display(),
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    }
+}
+
+/// Whether `answer` is what `expect` says; the reason when not.
+fn check(answer: &Value, expect: Expect) -> Result<(), String> {
+    let fail = |what: &str| Err(format!("{what}, got {answer}"));
+    match expect {
+        Http(status, code) => {
+            if answer["statusCode"] != status {
+                return fail(&format!("status {status}"));
+            }
+            let body: Value = answer["body"]
+                .as_str()
+                .and_then(|body| serde_json::from_str(body).ok())
+                .unwrap_or(Value::Null);
+            match code {
+                Some(code) if body["code"] != code => fail(&format!("code {code}")),
+                None if body.get("code").is_some() => fail("a success body"),
+                _ => Ok(()),
+            }
+        }
+        Authorized(verdict) => match answer["isAuthorized"] == verdict {
+            true if !verdict && answer["context"] != json!({}) => fail("an empty context"),
+            true => Ok(()),
+            false => fail(&format!("isAuthorized {verdict}")),
+        },
+        Stored(lines) => match answer["stored"] == lines {
+            true => Ok(()),
+            false => fail(&format!("{lines} lines stored")),
+        },
+    }
+}
+
+#[test]
+fn every_fixture_in_events_has_an_expected_answer() {
+    let mut listed: Vec<&str> = FIXTURES.iter().map(|(name, _, _)| *name).collect();
+    listed.extend(NOT_EVENTS);
+    listed.sort_unstable();
+    let mut present: Vec<String> = std::fs::read_dir(workspace().join("events"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    present.sort_unstable();
+    assert_eq!(
+        present, listed,
+        "a fixture of events/ without its expected answer here"
+    );
+}
+
+#[test]
+fn every_fixture_answers_as_expected_through_sam_local_invoke() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (store, env_file) = runtime.block_on(prepare());
+    let queue = Mutex::new(FIXTURES.iter());
+    let failures = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..WORKERS {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().unwrap().next();
+                    let Some((fixture, function, expect)) = next else {
+                        return;
+                    };
+                    let event = workspace().join("events").join(fixture);
+                    let started = std::time::Instant::now();
+                    let answer = sam_invoke(function, &event, &env_file);
+                    let verdict = check(&answer, *expect);
+                    eprintln!(
+                        "sam local invoke {function} -e events/{fixture} ({:.1} s): {}",
+                        started.elapsed().as_secs_f64(),
+                        match &verdict {
+                            Ok(()) => format!("{expect:?} as expected"),
+                            Err(why) => format!("FAILED: expected {why}"),
+                        }
+                    );
+                    if let Err(why) = verdict {
+                        failures
+                            .lock()
+                            .unwrap()
+                            .push(format!("{fixture}: expected {why}"));
+                    }
+                }
+            });
+        }
+    });
+
+    // The authorizer allows a key that is issued, with its account in the context.
+    let (key, _) = runtime.block_on(async {
+        store.ensure_account("invoke-acme").await.unwrap();
+        store.issue_key("invoke-acme").await.unwrap()
+    });
+    let mut event: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("events/authorizer.json")).unwrap(),
+    )
+    .unwrap();
+    let header = format!("Bearer {}", key.expose());
+    event["headers"]["authorization"] = json!(header);
+    event["identitySource"] = json!([header]);
+    let issued = env_file.with_extension("authorizer.json");
+    std::fs::write(&issued, event.to_string()).unwrap();
+    let answer = sam_invoke("AuthorizerFunction", &issued, &env_file);
+    let _ = std::fs::remove_file(&issued);
+    let _ = std::fs::remove_file(&env_file);
+    assert_eq!(answer["isAuthorized"], true, "{answer}");
+    assert_eq!(answer["context"]["accountId"], "invoke-acme");
+
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{failures:#?}");
+}
