@@ -25,9 +25,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use runtime_api::RuntimeApi;
+use shared::agent::AgentStore;
 use shared::config::TableNames;
+use shared::logs::LogStore;
 use shared::store::dynamodb::DynamoStore;
-use shared::store::{AgentStore, LogStore, tables};
+use shared::store::tables;
 
 const FUNCTIONS: &[&str] = &["create-agent", "agent-logs", "ingest-logs", "authorizer"];
 /// What the functions' init is compared with, each a column of ratios: lambda_runtime's own
@@ -342,13 +344,14 @@ async fn main() {
         account_id: "dev".into(),
         namespace: namespace.clone(),
     };
-    let spec = shared::agent::AgentSpec::from_json(
+    let (name, config) = shared::agent::ConfigChanges::from_json(
         serde_json::json!({"serviceName": "demo-agent", "image": "ghcr.io/acme/agent:1.0"}),
     )
+    .and_then(shared::agent::ConfigChanges::into_new_agent)
     .expect("a valid agent");
-    let agent = shared::agent::Agent::new(&spec, &namespace, "2026-11-22T00:00:00.000Z");
+    let agent = shared::agent::AgentRecord::new(&owner, &name, config, "2026-11-22T00:00:00.000Z");
     store
-        .create_agent(&owner, &agent, None)
+        .create_agent(&agent, None)
         .await
         .expect("the demo agent");
     let now = std::time::SystemTime::now()
@@ -357,9 +360,8 @@ async fn main() {
         .as_nanos() as u64;
     let lines: Vec<shared::logs::LogLine> = (0..1_000u64)
         .map(|i| shared::logs::LogLine {
-            namespace: namespace.clone(),
-            agent: "demo-agent".into(),
-            deployment_id: "demo-deployment".into(),
+            service_id: agent.service_id.clone(),
+            deployment_id: agent.active.deployment.id.clone(),
             session_id: Some("demo-session".into()),
             event_id: format!("{i:056}"),
             timestamp_nanos: now - 600_000_000_000 + i * 1_000_000,

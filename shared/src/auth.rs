@@ -12,7 +12,7 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 
 use crate::ApiError;
-use crate::store::KeyStore;
+use crate::error::StoreError;
 
 pub const KEY_PREFIX: &str = "ahk_";
 const RANDOM_LENGTH: usize = 30;
@@ -137,6 +137,14 @@ pub struct KeyRecord {
     pub namespace: String,
     pub created_at: String,
     pub revoked_at: Option<String>,
+}
+
+/// The port keys are looked up behind.
+pub trait KeyStore: Send + Sync {
+    fn find_key(
+        &self,
+        hash: &KeyHash,
+    ) -> impl std::future::Future<Output = Result<Option<KeyRecord>, StoreError>> + Send;
 }
 
 /// The key of an `Authorization: Bearer <key>` header: exactly one header, the scheme word in

@@ -6,7 +6,22 @@
 
 use http::StatusCode;
 
-use crate::store::StoreError;
+/// Renders an error with its whole chain of causes, for our own logs.
+pub use aws_smithy_types::error::display::DisplayErrorContext;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How a store call failed (the error of every store port). Throttling and time-outs are the
+/// caller's 503; the rest a 500.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the store throttled the request after retries")]
+    Throttled(#[source] BoxError),
+    #[error("the store timed out or could not be reached after retries")]
+    Timeout(#[source] BoxError),
+    #[error("unexpected store failure")]
+    Unexpected(#[source] BoxError),
+}
 
 /// Seconds a caller is asked to wait after the store throttled or timed out.
 pub const RETRY_AFTER_SECONDS: u32 = 1;
@@ -26,12 +41,17 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// `If-Match` names another version than the agent's.
+    #[error(
+        "The agent changed since the version If-Match names; read it again (its ETag) and retry"
+    )]
+    PreconditionFailed,
     /// An `Idempotency-Key` already used, within its 24 hours, with another request body.
     #[error(
         "This Idempotency-Key was used with a different request body in the last 24 hours; send a new key for a new request"
     )]
     IdempotencyKeyReused,
-    /// A method the route does not serve; `allow` is the one it does (the `Allow` header).
+    /// A method the path does not serve; `allow` lists those it does (the `Allow` header).
     #[error("Method not allowed; this resource accepts {allow}")]
     MethodNotAllowed { allow: &'static str },
     #[error("Request body is larger than {limit} bytes")]
@@ -64,6 +84,12 @@ impl ApiError {
         }
     }
 
+    /// A 404 for an agent name the caller's account does not have (whether or not another
+    /// account has it: the answer is the same).
+    pub fn no_agent() -> Self {
+        ApiError::NotFound("No agent of that name in this account".to_owned())
+    }
+
     pub fn internal(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         ApiError::Internal(Box::new(error))
     }
@@ -74,6 +100,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -90,6 +117,7 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::Conflict(_) => "CONFLICT",
+            ApiError::PreconditionFailed => "PRECONDITION_FAILED",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
@@ -159,6 +187,7 @@ mod tests {
             (ApiError::Unauthorized, 401, "UNAUTHORIZED"),
             (ApiError::NotFound("no".into()), 404, "NOT_FOUND"),
             (ApiError::Conflict("dup".into()), 409, "CONFLICT"),
+            (ApiError::PreconditionFailed, 412, "PRECONDITION_FAILED"),
             (
                 ApiError::MethodNotAllowed { allow: "POST" },
                 405,

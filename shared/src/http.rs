@@ -66,14 +66,97 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
     response
 }
 
-/// A route's function serves one method (`"GET"`, `"POST"`); the gateway and `cargo lambda watch`
-/// send it every method of its path, so that the others get a 405 with `Allow` rather than a 404.
-pub fn require_method(request: &Request, allow: &'static str) -> Result<(), ApiError> {
-    if request.method().as_str() == allow {
+/// The methods each path serves, one function per method (the `Allow` of a 405).
+pub mod allow {
+    /// `/v1/agents`: list (GET) and create (POST).
+    pub const AGENTS: &str = "GET, POST";
+    /// `/v1/agents/{agentName}`: get, update, delete.
+    pub const AGENT: &str = "GET, POST, DELETE";
+    /// `/v1/agents/{agentName}/logs`.
+    pub const AGENT_LOGS: &str = "GET";
+}
+
+/// A function serves one method of its path. The gateway (an `ANY` route beside the methods'
+/// own) and `cargo lambda watch` send it the path's other methods too, which get a 405 with the
+/// path's `Allow` (one of [`allow`]) rather than a 404.
+pub fn require_method(
+    request: &Request,
+    method: &str,
+    allow: &'static str,
+) -> Result<(), ApiError> {
+    if request.method().as_str() == method {
         Ok(())
     } else {
         Err(ApiError::MethodNotAllowed { allow })
     }
+}
+
+/// The `If-Match` of a request, if it has one (several are one list, RFC 9110).
+pub fn if_match(request: &Request) -> Option<crate::agent::lifecycle::IfMatch> {
+    let values: Vec<&str> = request
+        .headers()
+        .get_all(http::header::IF_MATCH)
+        .iter()
+        .map(|value| value.to_str().unwrap_or_default())
+        .collect();
+    (!values.is_empty()).then(|| crate::agent::lifecycle::IfMatch::parse(&values.join(",")))
+}
+
+/// The agent object with its `ETag`.
+pub fn agent_response(status: StatusCode, agent: &crate::agent::AgentRecord) -> Response<Body> {
+    match serde_json::to_vec(&agent.view()) {
+        Ok(body) => with_etag(json_bytes_response(status, body), &agent.etag()),
+        Err(error) => error_response(&ApiError::internal(error)),
+    }
+}
+
+/// The answer of a create or an update: the agent as written, with its `ETag`; or the first
+/// answer to the request's `Idempotency-Key`, replayed byte for byte and marked so.
+pub fn write_response(
+    status: StatusCode,
+    answer: crate::agent::lifecycle::Answer,
+) -> Response<Body> {
+    use crate::agent::lifecycle::Answer;
+    match answer {
+        Answer::Agent { agent, body } => {
+            with_etag(json_bytes_response(status, body), &agent.etag())
+        }
+        Answer::Replayed { status, body } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            let mut response = json_bytes_response(status, body.into_bytes());
+            response.headers_mut().insert(
+                crate::idempotency::REPLAYED_HEADER,
+                HeaderValue::from_static("true"),
+            );
+            response
+        }
+    }
+}
+
+fn with_etag(mut response: Response<Body>, etag: &str) -> Response<Body> {
+    if let Ok(value) = HeaderValue::from_str(etag) {
+        response.headers_mut().insert(http::header::ETAG, value);
+    }
+    response
+}
+
+/// The agent name of a request to `/v1/agents/{agentName}` or one of its sub-paths: the route's
+/// path parameter, or the path itself when the router did not fill the parameter in. `None` when
+/// it is not a name an agent can have (no such agent can exist: a 404).
+pub fn agent_name(request: &Request) -> Option<String> {
+    use lambda_http::RequestExt;
+    let name = match request
+        .path_parameters_ref()
+        .and_then(|params| params.first("agentName"))
+    {
+        Some(name) => name.to_owned(),
+        None => {
+            let path = request.raw_http_path();
+            let rest = path.strip_prefix("/v1/agents/")?;
+            rest.split('/').next()?.to_owned()
+        }
+    };
+    crate::validation::is_dns_label(&name).then_some(name)
 }
 
 /// The response for a handler's result.
@@ -211,7 +294,7 @@ mod tests {
         assert_eq!(wrong_method.status(), StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(wrong_method.headers()[ALLOW], "POST");
 
-        let busy = error_response(&ApiError::from(crate::store::StoreError::Throttled(
+        let busy = error_response(&ApiError::from(crate::error::StoreError::Throttled(
             "x".into(),
         )));
         assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);

@@ -1,7 +1,8 @@
-//! `Idempotency-Key` on POST /v1/agents, as Stripe does it: a client that retries a create with
-//! the same key and the same body within 24 hours gets the first answer again (status and body,
-//! marked `Idempotent-Replayed: true`) and nothing is written again; the same key with another
-//! body is a 422. Keys are scoped to the caller's account.
+//! `Idempotency-Key` on POST /v1/agents and POST /v1/agents/{agentName}, as Stripe does it: a
+//! client that retries a create or an update with the same key and the same request within 24
+//! hours gets the first answer again (status and body, marked `Idempotent-Replayed: true`) and
+//! nothing is written again; the same key with another request (another body, or another agent)
+//! is a 422. Keys are scoped to the caller's account.
 //!
 //! The record of the first answer is written in the create's own transaction, conditioned on no
 //! live record of that key, so concurrent requests with one key create once: the losers find the
@@ -64,12 +65,18 @@ impl IdempotencyKey {
     }
 }
 
-/// The fingerprint of a request body: the SHA-256 of its canonical JSON (members sorted, no
+/// The fingerprint of a create's body: the SHA-256 of its canonical JSON (members sorted, no
 /// whitespace), so a retry that reorders members or spacing is still "the same body".
 pub fn fingerprint(body: &serde_json::Value) -> String {
     let mut hasher = Sha256::new();
     hash_canonical(body, &mut hasher);
     hex(&hasher.finalize())
+}
+
+/// The fingerprint of an update of agent `agent` with `body`: the same key sent to create, or to
+/// update another agent, is another request.
+pub fn update_fingerprint(agent: &str, body: &serde_json::Value) -> String {
+    fingerprint(&serde_json::json!({"update": agent, "body": body}))
 }
 
 /// Feeds `value` to the hasher as canonical JSON. The members are sorted here: serde_json keeps
@@ -128,6 +135,8 @@ pub struct IdempotencyRecord {
     /// Unix seconds after which the record is dead (the TTL attribute; DynamoDB deletes it
     /// within days, so readers check it too).
     pub expires_at: i64,
+    /// The agent the request was for: deleting it deletes its records.
+    pub agent: String,
 }
 
 impl IdempotencyRecord {
@@ -219,6 +228,10 @@ mod tests {
         assert_ne!(nested(r#"[1,2]"#), nested(r#"[2,1]"#));
         assert_ne!(nested(r#"{"a":{"b":1}}"#), nested(r#"{"a":{"b":2}}"#));
         assert_ne!(nested(r#"{"a":"1"}"#), nested(r#"{"a":1}"#));
+        // An update is another request than a create of the same body, or an update of another agent.
+        assert_ne!(update_fingerprint("a", &c), fingerprint(&c));
+        assert_ne!(update_fingerprint("a", &c), update_fingerprint("b", &c));
+        assert_eq!(update_fingerprint("a", &a), update_fingerprint("a", &b));
     }
 
     #[test]
@@ -230,6 +243,7 @@ mod tests {
             body: "{}".into(),
             created_at: "2026-11-22T00:00:00.000Z".into(),
             expires_at: 100,
+            agent: "a".into(),
         };
         assert_eq!(record.replay_for("f1").unwrap(), (201, "{}"));
         assert_eq!(record.replay_for("f2").unwrap_err().status().as_u16(), 422);

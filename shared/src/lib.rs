@@ -1,9 +1,11 @@
 //! Everything the functions share: the domain (agents, manifests, API keys), its validation,
 //! the one error type and its mapping to HTTP, and the DynamoDB adapter behind small traits.
 //!
-//! Layout (hexagonal): `agent`, `manifest`, `validation` and `auth` are the domain and know
-//! nothing of DynamoDB or Lambda; `store` holds the ports (traits) and their adapters (DynamoDB,
-//! in memory); `http` is the only place that turns results into responses.
+//! Layout (hexagonal): `agent`, `manifest`, `validation`, `auth`, `idempotency` and `logs` are the
+//! domain and know nothing of DynamoDB or Lambda; each port (store trait) lives beside the types
+//! it takes (`agent::AgentStore`, `auth::KeyStore`, `logs::LogStore`), with `error::StoreError`;
+//! `store` only implements them (DynamoDB, and an in-memory fake for tests); `http` is the only
+//! place that turns results into responses.
 
 pub mod agent;
 pub mod auth;
@@ -17,7 +19,9 @@ pub mod manifest;
 pub mod namespace;
 pub mod store;
 pub mod telemetry;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 pub mod timestamp;
 pub mod validation;
 
-pub use error::ApiError;
+pub use error::{ApiError, StoreError};

@@ -5,6 +5,7 @@
 //! `{nanoseconds:020}#{eventId}`: time order, ties broken by the event id, the same in both
 //! directions.
 
+use std::future::Future;
 use std::ops::Range;
 
 use serde::Serialize;
@@ -13,7 +14,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::ApiError;
-use crate::validation::is_dns_label;
+use crate::error::StoreError;
+use crate::validation::{QueryParameters, is_dns_label};
 
 pub const LOG_GROUP_PREFIX: &str = "/agent-hosting/";
 pub const DEFAULT_LIMIT: usize = 10;
@@ -28,11 +30,11 @@ pub const MAX_UNIX_SECONDS: i64 = 253_402_300_799;
 /// Items a text query may read per call; past it, `total` says `gte` and a cursor continues.
 pub const QUERY_READ_BUDGET: usize = 10_000;
 
-/// One line of an agent's log, as ingested.
+/// One line of an agent's log, as ingested. Lines belong to the agent's service (its
+/// `serviceId`), not to its name: a later agent of the same name starts with none of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine {
-    pub namespace: String,
-    pub agent: String,
+    pub service_id: String,
     pub deployment_id: String,
     pub session_id: Option<String>,
     pub event_id: String,
@@ -189,31 +191,8 @@ impl LogQuery {
     pub fn from_params<'a>(
         params: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self, ApiError> {
-        let mut seen: Vec<(&str, &str)> = Vec::new();
-        for (name, value) in params {
-            if !PARAMETERS.contains(&name) {
-                return Err(ApiError::bad_request(
-                    name,
-                    format!(
-                        "Unknown query parameter {name}; known: {}",
-                        PARAMETERS.join(", ")
-                    ),
-                ));
-            }
-            if seen.iter().any(|(seen_name, _)| *seen_name == name) {
-                return Err(ApiError::bad_request(
-                    name,
-                    format!("{name} is given more than once"),
-                ));
-            }
-            seen.push((name, value));
-        }
-        let get = |name: &str| {
-            seen.iter()
-                .find(|(seen_name, _)| *seen_name == name)
-                .map(|(_, value)| *value)
-                .filter(|value| !value.is_empty())
-        };
+        let params = QueryParameters::read(params, PARAMETERS)?;
+        let get = |name: &str| params.get(name);
 
         let limit = match get("limit") {
             None => DEFAULT_LIMIT,
@@ -300,11 +279,10 @@ pub fn matches_query(text: &str, lowercase_query: &str) -> bool {
     text.to_lowercase().contains(lowercase_query)
 }
 
-/// What the store is asked for: one agent's lines, narrowed and ordered.
+/// What the store is asked for: one service's lines, narrowed and ordered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogFilter {
-    pub namespace: String,
-    pub agent: String,
+    pub service_id: String,
     pub deployment_id: Option<String>,
     pub session_id: Option<String>,
     /// Positions from and to, both inclusive as in DynamoDB's `BETWEEN`, from the time range and
@@ -330,8 +308,7 @@ pub enum Placement {
 
 impl LogFilter {
     pub fn new(
-        namespace: &str,
-        agent: &str,
+        service_id: &str,
         query: &LogQuery,
         now: OffsetDateTime,
         retention_days: u32,
@@ -350,8 +327,7 @@ impl LogFilter {
             .max(retained_from);
         let to = query.end_time.map_or(u64::MAX, seconds_to_nanos);
         LogFilter {
-            namespace: namespace.to_owned(),
-            agent: agent.to_owned(),
+            service_id: service_id.to_owned(),
             deployment_id: query.deployment_id.clone(),
             session_id: query.session_id.clone(),
             from_position: format!("{from:020}"),
@@ -405,12 +381,12 @@ impl LogFilter {
     }
 
     /// A fingerprint of everything that decides which lines match and in what order, so a
-    /// cursor made for other filters (or another agent) is refused.
+    /// cursor made for other filters (or another agent, or an earlier agent of the same name) is
+    /// refused.
     pub fn fingerprint(&self, start_time: Option<i64>, end_time: Option<i64>) -> String {
         let mut hasher = Sha256::new();
         for part in [
-            self.namespace.as_str(),
-            self.agent.as_str(),
+            self.service_id.as_str(),
             self.deployment_id.as_deref().unwrap_or("\u{0}"),
             self.session_id.as_deref().unwrap_or("\u{0}"),
             self.query.as_deref().unwrap_or("\u{0}"),
@@ -464,6 +440,35 @@ pub mod cursor {
         }
         Ok(position.to_owned())
     }
+}
+
+/// The port log lines are kept behind.
+pub trait LogStore: Send + Sync {
+    /// Stores lines (idempotently: a line's key is its timestamp and event id), each expiring
+    /// `retention_days` after its timestamp.
+    fn put_lines(
+        &self,
+        lines: &[LogLine],
+        retention_days: u32,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// One ordered pass over the lines matching `filter`, after `after` (a position) if given.
+    fn scan(
+        &self,
+        filter: &LogFilter,
+        after: Option<&str>,
+        limits: &ScanLimits,
+    ) -> impl Future<Output = Result<Scan, StoreError>> + Send;
+
+    /// Counts the lines matching `filter` (without its text query) after `after` (a position)
+    /// if given, reading at most `max_reads` items: (count, whether the count is complete, items
+    /// read).
+    fn count(
+        &self,
+        filter: &LogFilter,
+        after: Option<&str>,
+        max_reads: usize,
+    ) -> impl Future<Output = Result<(usize, bool, usize), StoreError>> + Send;
 }
 
 /// A stored line as read back.
@@ -569,7 +574,7 @@ pub struct ReadCost {
 /// 10,000 items (the contract's bound); no count runs when the page reached the end of the range.
 /// With a text query: one pass reads at most [`QUERY_READ_BUDGET`] items of the time range, and
 /// serves both the page and `total`.
-pub async fn read<S: crate::store::LogStore>(
+pub async fn read<S: LogStore>(
     store: &S,
     filter: &LogFilter,
     query: &LogQuery,
@@ -763,7 +768,7 @@ mod tests {
     #[test]
     fn a_position_is_placed_against_the_range_in_reading_order() {
         let now = OffsetDateTime::from_unix_timestamp(2_000_000_000).unwrap();
-        let range = |query: &str| LogFilter::new("ns", "bot", &parse(query).unwrap(), now, 30);
+        let range = |query: &str| LogFilter::new("svc", &parse(query).unwrap(), now, 30);
         let at = |seconds: u64| position(seconds * 1_000_000_000, "1");
         let bounds = |filter: LogFilter| (filter.from_position, filter.to_position);
         let asc = range("order=asc&startTime=1999999000&endTime=1999999900");

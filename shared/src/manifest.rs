@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::AgentSpec;
+use crate::agent::AgentConfig;
 
 pub const API_VERSION: &str = "agent-hosting/v1";
 pub const KIND: &str = "AgentService";
@@ -144,13 +144,14 @@ impl NoiseVivaSpec {
 }
 
 impl Manifest {
-    /// The manifest of a new agent's first deployment in `namespace`.
-    pub fn build(spec: &AgentSpec, namespace: &str) -> Self {
+    /// The manifest of a deployment of agent `name` in `namespace`, resolved from its whole
+    /// configuration.
+    pub fn build(name: &str, namespace: &str, spec: &AgentConfig) -> Self {
         Manifest {
             api_version: API_VERSION.to_owned(),
             kind: KIND.to_owned(),
             metadata: Metadata {
-                name: spec.service_name.clone(),
+                name: name.to_owned(),
                 namespace: namespace.to_owned(),
             },
             spec: ManifestSpec {
@@ -182,11 +183,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn spec(profile: &'static Profile, filter: Option<&'static NoiseFilter>) -> AgentSpec {
-        AgentSpec {
-            service_name: "my-agent".into(),
+    fn spec(profile: &'static Profile, filter: Option<&'static NoiseFilter>) -> AgentConfig {
+        AgentConfig {
             image: "ghcr.io/acme/agent:1.0".into(),
-            node_type: "arm",
+            node_type: "arm".into(),
             image_pull_secret_set: Some("pull".into()),
             secret_set: Some("env".into()),
             auto_scaling: Replicas {
@@ -204,7 +204,7 @@ mod tests {
     fn profiles_table_resolves_to_the_contract_resources() {
         for (name, cpu, memory) in [("agent-1x", "500m", "1Gi"), ("agent-2x", "1", "2Gi")] {
             let profile = profile_named(name).unwrap();
-            let manifest = Manifest::build(&spec(profile, None), "ns-1");
+            let manifest = Manifest::build("my-agent", "ns-1", &spec(profile, None));
             assert_eq!(manifest.spec.resources.cpu, cpu);
             assert_eq!(manifest.spec.resources.memory, memory);
         }
@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn noise_filter_table_resolves_to_the_contract_models() {
-        let off = Manifest::build(&spec(DEFAULT_PROFILE, None), "ns")
+        let off = Manifest::build("my-agent", "ns", &spec(DEFAULT_PROFILE, None))
             .spec
             .noise_viva;
         assert_eq!(
@@ -226,7 +226,7 @@ mod tests {
             ("pro", "audio_filters/noise-viva-pro-v1.kef"),
         ] {
             let filter = noise_filter_named(name);
-            let on = Manifest::build(&spec(DEFAULT_PROFILE, filter), "ns")
+            let on = Manifest::build("my-agent", "ns", &spec(DEFAULT_PROFILE, filter))
                 .spec
                 .noise_viva;
             assert_eq!(
@@ -240,7 +240,11 @@ mod tests {
 
     #[test]
     fn manifest_serializes_with_the_contract_member_names() {
-        let manifest = Manifest::build(&spec(DEFAULT_PROFILE, noise_filter_named("tel")), "ns-9");
+        let manifest = Manifest::build(
+            "my-agent",
+            "ns-9",
+            &spec(DEFAULT_PROFILE, noise_filter_named("tel")),
+        );
         assert_eq!(
             serde_json::to_value(&manifest).unwrap(),
             json!({

@@ -107,9 +107,44 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
+/// A member of a request body as given: absent, `null`, or a value. On create both absent and
+/// `null` mean the default; on update absent keeps the agent's current value and `null`
+/// restores the default (contract sections 3 and 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member<T> {
+    Absent,
+    Null,
+    Given(T),
+}
+
+impl<T> Member<T> {
+    pub fn given(self) -> Option<T> {
+        match self {
+            Member::Given(value) => Some(value),
+            Member::Absent | Member::Null => None,
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Member<U> {
+        match self {
+            Member::Absent => Member::Absent,
+            Member::Null => Member::Null,
+            Member::Given(value) => Member::Given(f(value)),
+        }
+    }
+
+    /// The value after this change: `current` when absent, `default` when `null`.
+    pub fn apply(self, current: T, default: T) -> T {
+        match self {
+            Member::Absent => current,
+            Member::Null => default,
+            Member::Given(value) => value,
+        }
+    }
+}
+
 /// Reads the members of one JSON object; each `take_*` removes the member, and [`finish`]
-/// rejects whatever is left, so a misspelt member is never silently ignored. `null` reads as
-/// absent (the contract: null means "use the default").
+/// rejects whatever is left, so a misspelt member is never silently ignored.
 ///
 /// [`finish`]: JsonObject::finish
 #[derive(Debug)]
@@ -143,8 +178,12 @@ impl JsonObject {
         }
     }
 
-    fn take(&mut self, name: &str) -> Option<Value> {
-        self.members.remove(name).filter(|value| !value.is_null())
+    fn take(&mut self, name: &str) -> Member<Value> {
+        match self.members.remove(name) {
+            None => Member::Absent,
+            Some(Value::Null) => Member::Null,
+            Some(value) => Member::Given(value),
+        }
     }
 
     fn wrong_type(&self, name: &str, expected: &str, got: &Value) -> ApiError {
@@ -155,61 +194,70 @@ impl JsonObject {
         )
     }
 
-    pub fn take_string(&mut self, name: &str) -> Result<Option<String>, ApiError> {
+    /// The member read by `read` when given; absent and `null` pass through.
+    fn take_with<T>(
+        &mut self,
+        name: &str,
+        read: impl FnOnce(&Self, Value) -> Result<T, ApiError>,
+    ) -> Result<Member<T>, ApiError> {
         match self.take(name) {
-            None => Ok(None),
-            Some(Value::String(value)) => Ok(Some(value)),
-            Some(other) => Err(self.wrong_type(name, "a string", &other)),
+            Member::Absent => Ok(Member::Absent),
+            Member::Null => Ok(Member::Null),
+            Member::Given(value) => read(self, value).map(Member::Given),
         }
     }
 
-    pub fn take_bool(&mut self, name: &str) -> Result<Option<bool>, ApiError> {
-        match self.take(name) {
-            None => Ok(None),
-            Some(Value::Bool(value)) => Ok(Some(value)),
-            Some(other) => Err(self.wrong_type(name, "true or false", &other)),
-        }
+    pub fn take_string(&mut self, name: &str) -> Result<Member<String>, ApiError> {
+        self.take_with(name, |this, value| match value {
+            Value::String(value) => Ok(value),
+            other => Err(this.wrong_type(name, "a string", &other)),
+        })
     }
 
-    /// An integer within `range`; `1.0`, `"1"` and out-of-range values are rejected.
+    pub fn take_bool(&mut self, name: &str) -> Result<Member<bool>, ApiError> {
+        self.take_with(name, |this, value| match value {
+            Value::Bool(value) => Ok(value),
+            other => Err(this.wrong_type(name, "true or false", &other)),
+        })
+    }
+
+    /// An integer within `range`; `1.5`, `"1"` and out-of-range values are rejected.
     pub fn take_integer(
         &mut self,
         name: &str,
         range: std::ops::RangeInclusive<i64>,
-    ) -> Result<Option<i64>, ApiError> {
+    ) -> Result<Member<i64>, ApiError> {
         let expected = format!("an integer from {} to {}", range.start(), range.end());
-        match self.take(name) {
-            None => Ok(None),
+        self.take_with(name, |this, value| match value {
             // JSON has one number type: 13.0 is the integer 13 (as JSON Schema's "integer"
             // says), 13.5 is not an integer.
-            Some(Value::Number(number)) => match number.as_i64().or_else(|| {
+            Value::Number(number) => match number.as_i64().or_else(|| {
                 number
                     .as_f64()
                     .filter(|value| value.fract() == 0.0 && value.abs() < 1e15)
                     .map(|value| value as i64)
             }) {
-                Some(value) if range.contains(&value) => Ok(Some(value)),
+                Some(value) if range.contains(&value) => Ok(value),
                 _ => {
-                    let field = self.path_of(name);
+                    let field = this.path_of(name);
                     Err(ApiError::bad_request(
                         field.clone(),
                         format!("{field} must be {expected}, not {number}"),
                     ))
                 }
             },
-            Some(other) => Err(self.wrong_type(name, &expected, &other)),
-        }
+            other => Err(this.wrong_type(name, &expected, &other)),
+        })
     }
 
-    pub fn take_object(&mut self, name: &str) -> Result<Option<JsonObject>, ApiError> {
-        match self.take(name) {
-            None => Ok(None),
-            Some(Value::Object(members)) => Ok(Some(JsonObject {
-                path: self.path_of(name),
+    pub fn take_object(&mut self, name: &str) -> Result<Member<JsonObject>, ApiError> {
+        self.take_with(name, |this, value| match value {
+            Value::Object(members) => Ok(JsonObject {
+                path: this.path_of(name),
                 members,
-            })),
-            Some(other) => Err(self.wrong_type(name, "an object", &other)),
-        }
+            }),
+            other => Err(this.wrong_type(name, "an object", &other)),
+        })
     }
 
     /// Rejects the first member (in name order, so the answer is stable) nobody took.
@@ -224,6 +272,63 @@ impl JsonObject {
                 ))
             }
         }
+    }
+}
+
+/// Longest part of an unknown parameter's name an error echoes.
+const MAX_ECHOED_NAME: usize = 64;
+
+/// A name as an error message may echo it: cut to 64 characters, marked when cut.
+fn echoed(name: &str) -> String {
+    match name.char_indices().nth(MAX_ECHOED_NAME) {
+        None => name.to_owned(),
+        Some((cut, _)) => format!("{}…", &name[..cut]),
+    }
+}
+
+/// A query string read against the parameters an endpoint knows: an unknown or repeated
+/// parameter is a 400 naming it (a filter is never silently dropped), and an empty value is the
+/// same as an absent parameter (contract section 4).
+#[derive(Debug)]
+pub struct QueryParameters<'a> {
+    given: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> QueryParameters<'a> {
+    pub fn read(
+        params: impl IntoIterator<Item = (&'a str, &'a str)>,
+        known: &[&str],
+    ) -> Result<Self, ApiError> {
+        let mut given: Vec<(&str, &str)> = Vec::new();
+        for (name, value) in params {
+            if !known.contains(&name) {
+                let name = echoed(name);
+                return Err(ApiError::bad_request(
+                    name.clone(),
+                    format!(
+                        "Unknown query parameter {name}; known: {}",
+                        known.join(", ")
+                    ),
+                ));
+            }
+            if given.iter().any(|(seen, _)| *seen == name) {
+                return Err(ApiError::bad_request(
+                    name,
+                    format!("{name} is given more than once"),
+                ));
+            }
+            given.push((name, value));
+        }
+        Ok(QueryParameters { given })
+    }
+
+    /// The value of a parameter, unless absent or empty.
+    pub fn get(&self, name: &str) -> Option<&'a str> {
+        self.given
+            .iter()
+            .find(|(given, _)| *given == name)
+            .map(|(_, value)| *value)
+            .filter(|value| !value.is_empty())
     }
 }
 
@@ -323,7 +428,7 @@ mod tests {
     fn reader_names_the_nested_path_of_wrong_types_and_unknown_members() {
         let mut root =
             JsonObject::root(json!({"autoScaling": {"maxAgents": "5", "x": 1}})).unwrap();
-        let mut nested = root.take_object("autoScaling").unwrap().unwrap();
+        let mut nested = root.take_object("autoScaling").unwrap().given().unwrap();
         let error = nested.take_integer("maxAgents", 1..=50).unwrap_err();
         assert_eq!(error.field(), Some("autoScaling.maxAgents"));
         let error = nested.finish().unwrap_err();
@@ -332,10 +437,11 @@ mod tests {
     }
 
     #[test]
-    fn reader_treats_null_as_absent_and_rejects_fractions() {
+    fn reader_tells_null_from_absent_and_rejects_fractions() {
         let mut root =
             JsonObject::root(json!({"a": null, "b": 1.5, "c": 7, "d": 13.0, "e": 1e300})).unwrap();
-        assert_eq!(root.take_string("a").unwrap(), None);
+        assert_eq!(root.take_string("a").unwrap(), Member::Null);
+        assert_eq!(root.take_string("z").unwrap(), Member::Absent);
         assert_eq!(
             root.take_integer("b", 0..=50).unwrap_err().field(),
             Some("b")
@@ -346,13 +452,50 @@ mod tests {
         );
         assert_eq!(
             root.take_integer("d", 0..=50).unwrap(),
-            Some(13),
+            Member::Given(13),
             "13.0 is 13 in JSON"
         );
         assert_eq!(
             root.take_integer("e", 0..=50).unwrap_err().field(),
             Some("e")
         );
+    }
+
+    #[test]
+    fn query_parameters_refuse_unknown_and_repeated_names_and_echo_at_most_64_characters() {
+        let known = ["limit", "cursor"];
+        let read = |pairs: &[(&'static str, &'static str)]| {
+            QueryParameters::read(pairs.iter().copied(), &known)
+        };
+        let params = read(&[("limit", "5"), ("cursor", "")]).unwrap();
+        assert_eq!(params.get("limit"), Some("5"));
+        assert_eq!(params.get("cursor"), None, "empty is absent");
+        assert_eq!(read(&[("limt", "5")]).unwrap_err().field(), Some("limt"));
+        assert_eq!(
+            read(&[("limit", "1"), ("limit", "2")]).unwrap_err().field(),
+            Some("limit")
+        );
+        let long: &'static str = Box::leak("x".repeat(60_000).into_boxed_str());
+        let error = read(&[(long, "1")]).unwrap_err();
+        assert_eq!(error.field().unwrap().chars().count(), 65);
+        assert!(error.to_string().len() < 200, "{}", error.to_string().len());
+        let accents: &'static str = Box::leak("é".repeat(70).into_boxed_str());
+        assert!(
+            read(&[(accents, "1")])
+                .unwrap_err()
+                .field()
+                .unwrap()
+                .ends_with('…')
+        );
+    }
+
+    #[test]
+    fn member_changes_apply_to_a_current_value_or_restore_the_default() {
+        assert_eq!(Member::Absent.apply(3, 0), 3);
+        assert_eq!(Member::Null.apply(3, 0), 0);
+        assert_eq!(Member::Given(7).apply(3, 0), 7);
+        assert_eq!(Member::Given(7).map(|v| v * 2).given(), Some(14));
+        assert_eq!(Member::<u8>::Null.given(), None);
     }
 
     #[test]

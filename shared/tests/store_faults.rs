@@ -12,11 +12,11 @@ use aws_sdk_dynamodb::types::error::{
 };
 use aws_smithy_mocks::{RuleMode, mock, mock_client};
 use shared::ApiError;
-use shared::agent::{Agent, AgentSpec};
-use shared::auth::{ApiKey, Principal};
+use shared::StoreError;
+use shared::agent::{AgentRecord, AgentStore, ConfigChanges, CreateOutcome};
+use shared::auth::{ApiKey, KeyStore, Principal};
 use shared::config::TableNames;
 use shared::store::dynamodb::DynamoStore;
-use shared::store::{AgentStore, CreateOutcome, KeyStore, StoreError};
 
 fn store(client: Client) -> DynamoStore {
     DynamoStore::new(
@@ -36,10 +36,13 @@ fn owner() -> Principal {
     }
 }
 
-fn agent() -> Agent {
-    let spec =
-        AgentSpec::from_json(serde_json::json!({"serviceName": "bot", "image": "agent"})).unwrap();
-    Agent::new(&spec, "ns", "2026-11-22T00:00:00.000Z")
+fn agent() -> AgentRecord {
+    let (name, config) =
+        ConfigChanges::from_json(serde_json::json!({"serviceName": "bot", "image": "agent"}))
+            .unwrap()
+            .into_new_agent()
+            .unwrap();
+    AgentRecord::new(&owner(), &name, config, "2026-11-22T00:00:00.000Z")
 }
 
 fn cancelled(codes: &[&str]) -> TransactWriteItemsError {
@@ -69,7 +72,7 @@ async fn a_failed_name_condition_is_name_taken() {
         .then_error(|| cancelled(&["ConditionalCheckFailed", "None"]));
     let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
     assert_eq!(
-        store.create_agent(&owner(), &agent(), None).await.unwrap(),
+        store.create_agent(&agent(), None).await.unwrap(),
         CreateOutcome::NameTaken
     );
 }
@@ -91,7 +94,7 @@ async fn a_lost_race_is_retried_then_succeeds() {
         &[&rule]
     ));
     assert_eq!(
-        store.create_agent(&owner(), &agent(), None).await.unwrap(),
+        store.create_agent(&agent(), None).await.unwrap(),
         CreateOutcome::Created
     );
     assert_eq!(rule.num_calls(), 3);
@@ -102,10 +105,7 @@ async fn a_race_lost_every_time_is_a_503() {
     let rule = mock!(Client::transact_write_items)
         .then_error(|| cancelled(&["TransactionConflict", "None"]));
     let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
-    let error = store
-        .create_agent(&owner(), &agent(), None)
-        .await
-        .unwrap_err();
+    let error = store.create_agent(&agent(), None).await.unwrap_err();
     assert!(matches!(error, StoreError::Throttled(_)), "{error:?}");
     assert_eq!(status(error), 503);
 }
@@ -125,12 +125,7 @@ async fn throttling_is_a_503_with_retry_after() {
         )
     });
     let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
-    let error = ApiError::from(
-        store
-            .create_agent(&owner(), &agent(), None)
-            .await
-            .unwrap_err(),
-    );
+    let error = ApiError::from(store.create_agent(&agent(), None).await.unwrap_err());
     assert_eq!(error.status().as_u16(), 503);
     assert_eq!(error.retry_after(), Some(1));
     let response = shared::http::error_response(&error);
@@ -181,6 +176,7 @@ async fn a_create_is_one_request() {
             body: "{}".into(),
             created_at: "2026-11-22T00:00:00.000Z".into(),
             expires_at: 1_800_000_000,
+            agent: "bot".into(),
         }),
     ] {
         let rule = mock!(Client::transact_write_items).then_output(|| {
@@ -190,7 +186,7 @@ async fn a_create_is_one_request() {
         let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
         assert_eq!(
             store
-                .create_agent(&owner(), &agent(), idempotency.as_ref())
+                .create_agent(&agent(), idempotency.as_ref())
                 .await
                 .unwrap(),
             CreateOutcome::Created
@@ -255,12 +251,9 @@ async fn a_used_key_is_found_in_the_cancellation_itself() {
         body: "{}".into(),
         created_at: "2026-11-22T00:00:00.000Z".into(),
         expires_at: 1_800_000_000,
+        agent: "bot".into(),
     };
-    match store
-        .create_agent(&owner(), &agent(), Some(&record))
-        .await
-        .unwrap()
-    {
+    match store.create_agent(&agent(), Some(&record)).await.unwrap() {
         CreateOutcome::KeyUsed(found) => {
             assert_eq!(found.body, "{\"name\":\"bot\"}");
             assert_eq!(found.status, 201);

@@ -12,11 +12,10 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
-use shared::agent::{Agent, AgentSpec};
-use shared::auth::Principal;
 use shared::config::TableNames;
 use shared::store::dynamodb::DynamoStore;
-use shared::store::{AgentStore, tables};
+use shared::store::tables;
+use shared::testing::seed_fixture_agents;
 
 /// What a fixture's function answers.
 #[derive(Debug, Clone, Copy)]
@@ -27,77 +26,148 @@ enum Expect {
     Authorized(bool),
     /// The ingest function's report: lines stored.
     Stored(usize),
+    /// The status function's outcome.
+    Report(&'static str),
 }
 
 use Expect::*;
 
-/// Each fixture, the template's function it is an event of, and the answer. The agent-logs
-/// fixtures read `demo-agent` of the account `dev` (namespace `dev-local`), created first.
-const FIXTURES: &[(&str, &str, Expect)] = &[
-    ("create-agent.json", "CreateAgentFunction", Http(201, None)),
-    (
+/// Each fixture, the template's function it is an event of, and the answer, in chains: the
+/// fixtures of a chain run in order (they change what the next one finds), the chains
+/// concurrently. The agents they name are made first (shared::testing): `demo-agent` (read,
+/// reported on, logged to), `video-bot` (updated), `old-bot` (deleted), in `dev-local`.
+const FIXTURES: &[&[(&str, &str, Expect)]] = &[
+    &[("create-agent.json", "CreateAgentFunction", Http(201, None))],
+    &[(
         "create-agent-full.json",
         "CreateAgentFunction",
         Http(201, None),
-    ),
-    (
+    )],
+    &[(
         "create-agent-idempotent.json",
         "CreateAgentFunction",
         Http(201, None),
-    ),
-    (
+    )],
+    &[(
         "create-agent-invalid.json",
         "CreateAgentFunction",
         Http(400, Some("GENERIC_BAD_REQUEST")),
-    ),
-    (
+    )],
+    &[(
         "create-agent-unknown-member.json",
         "CreateAgentFunction",
         Http(400, Some("GENERIC_BAD_REQUEST")),
-    ),
-    (
+    )],
+    &[(
         "create-agent-form-content-type.json",
         "CreateAgentFunction",
         Http(415, Some("UNSUPPORTED_MEDIA_TYPE")),
-    ),
-    (
+    )],
+    &[(
         "create-agent-no-key.json",
         "CreateAgentFunction",
         Http(401, Some("UNAUTHORIZED")),
-    ),
-    (
+    )],
+    &[(
         "create-agent-not-utf8.json",
         "CreateAgentFunction",
         Http(400, Some("GENERIC_BAD_REQUEST")),
-    ),
-    (
+    )],
+    &[(
         "create-agent-wrong-method.json",
         "CreateAgentFunction",
         Http(405, Some("METHOD_NOT_ALLOWED")),
-    ),
-    ("agent-logs.json", "AgentLogsFunction", Http(200, None)),
-    (
+    )],
+    &[("get-agent.json", "GetAgentFunction", Http(200, None))],
+    &[(
+        "get-agent-unknown.json",
+        "GetAgentFunction",
+        Http(404, Some("NOT_FOUND")),
+    )],
+    &[(
+        "get-agent-wrong-method.json",
+        "GetAgentFunction",
+        Http(405, Some("METHOD_NOT_ALLOWED")),
+    )],
+    &[
+        ("update-agent.json", "UpdateAgentFunction", Http(200, None)),
+        // The same configuration again: nothing to deploy, still a 200.
+        ("update-agent.json", "UpdateAgentFunction", Http(200, None)),
+    ],
+    &[(
+        "update-agent-stale-if-match.json",
+        "UpdateAgentFunction",
+        Http(412, Some("PRECONDITION_FAILED")),
+    )],
+    &[(
+        "update-agent-rename.json",
+        "UpdateAgentFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[(
+        "update-agent-unknown.json",
+        "UpdateAgentFunction",
+        Http(404, Some("NOT_FOUND")),
+    )],
+    &[
+        ("delete-agent.json", "DeleteAgentFunction", Http(200, None)),
+        (
+            "delete-agent.json",
+            "DeleteAgentFunction",
+            Http(404, Some("NOT_FOUND")),
+        ),
+    ],
+    &[("list-agents.json", "ListAgentsFunction", Http(200, None))],
+    &[(
+        "list-agents-bad-limit.json",
+        "ListAgentsFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[("agent-logs.json", "AgentLogsFunction", Http(200, None))],
+    &[(
         "agent-logs-filtered.json",
         "AgentLogsFunction",
         Http(200, None),
-    ),
-    (
+    )],
+    &[(
         "agent-logs-milliseconds.json",
         "AgentLogsFunction",
         Http(400, Some("GENERIC_BAD_REQUEST")),
-    ),
-    (
+    )],
+    &[(
         "agent-logs-unknown-agent.json",
         "AgentLogsFunction",
         Http(404, Some("NOT_FOUND")),
-    ),
-    ("ingest-logs.json", "IngestLogsFunction", Stored(7)),
-    ("authorizer.json", "AuthorizerFunction", Authorized(false)),
-    (
+    )],
+    &[("ingest-logs.json", "IngestLogsFunction", Stored(7))],
+    &[
+        (
+            "deployment-status.json",
+            "DeploymentStatusFunction",
+            Report("applied"),
+        ),
+        (
+            "deployment-status.json",
+            "DeploymentStatusFunction",
+            Report("stale"),
+        ),
+        (
+            "deployment-status-failed.json",
+            "DeploymentStatusFunction",
+            Report("applied"),
+        ),
+    ],
+    &[(
+        "deployment-status-unknown.json",
+        "DeploymentStatusFunction",
+        Report("unknownDeployment"),
+    )],
+    &[("authorizer.json", "AuthorizerFunction", Authorized(false))],
+    &[(
         "authorizer-malformed.json",
         "AuthorizerFunction",
         Authorized(false),
-    ),
+    )],
 ];
 
 /// Files in events/ that are not events (a readable copy of another fixture's payload).
@@ -128,20 +198,7 @@ async fn prepare() -> (DynamoStore, PathBuf) {
     };
     tables::create_all(&client, &names).await.unwrap();
     let store = DynamoStore::new(client, names.clone());
-    let dev = Principal {
-        account_id: "dev".into(),
-        namespace: "dev-local".into(),
-    };
-    let spec = AgentSpec::from_json(
-        json!({"serviceName": "demo-agent", "image": "ghcr.io/acme/demo-agent:1.0"}),
-    )
-    .unwrap();
-    let agent = Agent::new(
-        &spec,
-        &dev.namespace,
-        &shared::timestamp::now_rfc3339_millis(),
-    );
-    store.create_agent(&dev, &agent, None).await.unwrap();
+    seed_fixture_agents(&store).await.unwrap();
 
     let env_file = workspace().join(format!(".local/sam-invoke-env-{suffix}.json"));
     let env = json!({"Parameters": {
@@ -214,14 +271,22 @@ fn check(answer: &Value, expect: Expect) -> Result<(), String> {
             true => Ok(()),
             false => fail(&format!("{lines} lines stored")),
         },
+        Report(outcome) => match *answer == json!(outcome) {
+            true => Ok(()),
+            false => fail(&format!("the outcome {outcome}")),
+        },
     }
 }
 
 #[test]
 fn every_fixture_in_events_has_an_expected_answer() {
-    let mut listed: Vec<&str> = FIXTURES.iter().map(|(name, _, _)| *name).collect();
+    let mut listed: Vec<&str> = FIXTURES
+        .iter()
+        .flat_map(|chain| chain.iter().map(|(name, _, _)| *name))
+        .collect();
     listed.extend(NOT_EVENTS);
     listed.sort_unstable();
+    listed.dedup();
     let mut present: Vec<String> = std::fs::read_dir(workspace().join("events"))
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
@@ -244,26 +309,28 @@ fn every_fixture_answers_as_expected_through_sam_local_invoke() {
             scope.spawn(|| {
                 loop {
                     let next = queue.lock().unwrap().next();
-                    let Some((fixture, function, expect)) = next else {
+                    let Some(chain) = next else {
                         return;
                     };
-                    let event = workspace().join("events").join(fixture);
-                    let started = std::time::Instant::now();
-                    let answer = sam_invoke(function, &event, &env_file);
-                    let verdict = check(&answer, *expect);
-                    eprintln!(
-                        "sam local invoke {function} -e events/{fixture} ({:.1} s): {}",
-                        started.elapsed().as_secs_f64(),
-                        match &verdict {
-                            Ok(()) => format!("{expect:?} as expected"),
-                            Err(why) => format!("FAILED: expected {why}"),
+                    for (fixture, function, expect) in chain.iter() {
+                        let event = workspace().join("events").join(fixture);
+                        let started = std::time::Instant::now();
+                        let answer = sam_invoke(function, &event, &env_file);
+                        let verdict = check(&answer, *expect);
+                        eprintln!(
+                            "sam local invoke {function} -e events/{fixture} ({:.1} s): {}",
+                            started.elapsed().as_secs_f64(),
+                            match &verdict {
+                                Ok(()) => format!("{expect:?} as expected"),
+                                Err(why) => format!("FAILED: expected {why}"),
+                            }
+                        );
+                        if let Err(why) = verdict {
+                            failures
+                                .lock()
+                                .unwrap()
+                                .push(format!("{fixture}: expected {why}"));
                         }
-                    );
-                    if let Err(why) = verdict {
-                        failures
-                            .lock()
-                            .unwrap()
-                            .push(format!("{fixture}: expected {why}"));
                     }
                 }
             });

@@ -70,11 +70,37 @@ impl TestStore {
         self.store.count_namespace_items(namespace).await.unwrap()
     }
 
+    /// The service an agent's lines belong to.
+    pub async fn service_of(&self, namespace: &str, agent: &str) -> String {
+        use shared::agent::AgentStore;
+        self.store
+            .get_agent(namespace, agent)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no agent {agent} in {namespace}"))
+            .service_id
+    }
+
     /// Every item of a table (the test tables are small).
     pub async fn item_count(&self, table: &str) -> usize {
         let output = self.client.scan().table_name(table).send().await.unwrap();
         output.count as usize
     }
+}
+
+/// A new agent record of `owner` named `name` (image `ghcr.io/acme/agent:1.0`), as create makes
+/// it, for stores written to directly.
+pub fn agent_record(owner: &Principal, name: &str) -> shared::agent::AgentRecord {
+    let body = serde_json::json!({"serviceName": name, "image": "ghcr.io/acme/agent:1.0"});
+    let (name, config) = shared::agent::ConfigChanges::from_json(body)
+        .and_then(shared::agent::ConfigChanges::into_new_agent)
+        .expect("a valid agent");
+    shared::agent::AgentRecord::new(
+        owner,
+        &name,
+        config,
+        &shared::timestamp::now_rfc3339_millis(),
+    )
 }
 
 /// The authorizer's request (events/authorizer.json) with `authorization` as its header.
@@ -165,6 +191,62 @@ pub fn log_data(
     .unwrap()
 }
 
+/// A request to `/v1/agents/{agent}` as cargo lambda watch or a function URL sends it (no
+/// authorizer context; the key in the header), with a JSON body when given.
+pub fn agent_request(
+    method: &str,
+    key: &ApiKey,
+    agent: &str,
+    body: Option<&serde_json::Value>,
+) -> Request {
+    use lambda_http::RequestExt;
+    let body = match body {
+        Some(body) => lambda_http::Body::Text(body.to_string()),
+        None => lambda_http::Body::Empty,
+    };
+    http::Request::builder()
+        .method(method)
+        .uri(format!("https://api.example.com/v1/agents/{agent}"))
+        .header("authorization", bearer(key))
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap()
+        .with_path_parameters(std::collections::HashMap::from([(
+            "agentName".to_owned(),
+            agent.to_owned(),
+        )]))
+}
+
+/// An update of `agent` through the update handler: status and body.
+pub async fn update(
+    store: &TestStore,
+    key: &ApiKey,
+    agent: &str,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let request = agent_request("POST", key, agent, Some(body));
+    parts(update_agent::handle(&store.store, &store.store, request).await)
+}
+
+/// Creates agent `name` and deploys it again until it has had `count` deployments (a new image
+/// each time, through the update handler); their ids, oldest first.
+pub async fn agent_with_deployments(
+    store: &TestStore,
+    key: &ApiKey,
+    name: &str,
+    count: usize,
+) -> Vec<String> {
+    let created = create_named_agent(store, key, name).await;
+    let mut ids = vec![created["activeDeploymentId"].as_str().unwrap().to_owned()];
+    for i in 1..count {
+        let image = format!("ghcr.io/acme/agent:{i}.0");
+        let (status, body) = update(store, key, name, &serde_json::json!({"image": image})).await;
+        assert_eq!(status, 200, "{body}");
+        ids.push(body["activeDeploymentId"].as_str().unwrap().to_owned());
+    }
+    ids
+}
+
 /// Creates an agent of that name through the create handler (201 asserted).
 pub async fn create_named_agent(store: &TestStore, key: &ApiKey, name: &str) -> serde_json::Value {
     let request = direct_create(
@@ -184,7 +266,8 @@ pub async fn ingest(
 ) -> ingest_logs::IngestReport {
     ingest_logs::ingest(
         &store.store,
-        &ingest_logs::KnownAgents::default(),
+        &store.store,
+        &ingest_logs::KnownDeployments::default(),
         retention_days,
         data,
     )
@@ -202,6 +285,7 @@ pub async fn read_logs(
 ) -> (u16, serde_json::Value) {
     parts(
         agent_logs::handle(
+            &store.store,
             &store.store,
             &store.store,
             settings,

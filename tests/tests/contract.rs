@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use integration_tests::{TestStore, bearer, direct_create};
 use lambda_http::Body;
 use serde_json::{Value, json};
+use shared::logs::LogStore;
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -19,42 +20,37 @@ fn openapi() -> Value {
 fn openapi_routes(document: &Value) -> BTreeSet<(String, String)> {
     let mut routes = BTreeSet::new();
     for (path, operations) in document["paths"].as_object().unwrap() {
+        // A path item also holds what its operations share (`parameters`).
         for method in operations.as_object().unwrap().keys() {
-            routes.insert((method.to_uppercase(), format!("/v1{path}")));
+            if method != "parameters" {
+                routes.insert((method.to_uppercase(), format!("/v1{path}")));
+            }
         }
     }
     routes
 }
 
-/// Each documented path is routed, for every method, to one function by both the template and
-/// `cargo lambda watch`'s router; the function answers the undocumented methods with a 405
-/// (`wrong_methods_are_405_with_allow` below).
-#[test]
-fn routes_agree_across_router_template_and_openapi() {
-    let manifest: toml::Value = toml::from_str(&read("Cargo.toml")).unwrap();
-    let router = manifest["workspace"]["metadata"]["lambda"]["watch"]["router"]
-        .as_table()
-        .unwrap();
-    let watch: BTreeSet<(String, String)> = router
-        .iter()
-        .map(|(path, function)| {
-            let function = function
-                .as_str()
-                .unwrap_or_else(|| panic!("route {path}: one function for every method"));
-            (path.clone(), function.to_owned())
-        })
-        .collect();
+/// Methods a client may send; the gateway's `ANY` routes and the router take them all.
+const METHODS: [&str; 8] = [
+    "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE",
+];
 
+/// (path, method) → the function (binary) that receives it.
+type Routing = std::collections::BTreeMap<(String, String), String>;
+
+/// How template.yaml's HTTP API routes every method of every path: a method's own route, else the
+/// path's `ANY` route.
+fn template_routing() -> Routing {
     let template: serde_yaml::Value = serde_yaml::from_str(&read("template.yaml")).unwrap();
-    let mut sam = BTreeSet::new();
+    let mut own = Routing::new();
+    let mut any = std::collections::BTreeMap::new();
     for (_, resource) in template["Resources"].as_mapping().unwrap() {
         if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
             continue;
         }
         let binary = resource["Metadata"]["BuildProperties"]["Binary"]
             .as_str()
-            .unwrap()
-            .to_owned();
+            .unwrap();
         let Some(events) = resource["Properties"]["Events"].as_mapping() else {
             continue;
         };
@@ -63,28 +59,110 @@ fn routes_agree_across_router_template_and_openapi() {
                 continue;
             }
             let path = event["Properties"]["Path"].as_str().unwrap().to_owned();
-            assert_eq!(
-                event["Properties"]["Method"].as_str(),
-                Some("ANY"),
-                "{path}: every method goes to the function"
-            );
-            sam.insert((path, binary.clone()));
+            match event["Properties"]["Method"].as_str().unwrap() {
+                "ANY" => assert!(
+                    any.insert(path.clone(), binary.to_owned()).is_none(),
+                    "{path}: one ANY route"
+                ),
+                method => assert!(
+                    own.insert((path.clone(), method.to_owned()), binary.to_owned())
+                        .is_none(),
+                    "{method} {path}: one route"
+                ),
+            }
         }
     }
-    assert_eq!(watch, sam, "Cargo.toml router and template.yaml differ");
+    let mut routing = Routing::new();
+    for (path, fallback) in &any {
+        for method in METHODS {
+            let key = (path.clone(), method.to_owned());
+            let function = own.get(&key).unwrap_or(fallback).clone();
+            routing.insert(key, function);
+        }
+    }
+    for (key, function) in own {
+        routing.entry(key).or_insert(function);
+    }
+    routing
+}
 
+/// How `cargo lambda watch`'s router (Cargo.toml) routes them: one function for a path, or one
+/// per method.
+fn watch_routing() -> Routing {
+    let manifest: toml::Value = toml::from_str(&read("Cargo.toml")).unwrap();
+    let router = manifest["workspace"]["metadata"]["lambda"]["watch"]["router"]
+        .as_table()
+        .unwrap();
+    let mut routing = Routing::new();
+    for (path, route) in router {
+        match route {
+            toml::Value::String(function) => {
+                for method in METHODS {
+                    routing.insert((path.clone(), method.to_owned()), function.clone());
+                }
+            }
+            toml::Value::Array(routes) => {
+                for route in routes {
+                    let method = route["method"].as_str().unwrap().to_owned();
+                    let function = route["function"].as_str().unwrap().to_owned();
+                    routing.insert((path.clone(), method), function);
+                }
+            }
+            other => panic!("route {path}: {other:?}"),
+        }
+    }
+    routing
+}
+
+/// Every method of every path reaches the same function through the gateway and through `cargo
+/// lambda watch`: a documented operation its function, the others a function that answers 405
+/// (`wrong_methods_are_405_with_allow` below).
+#[test]
+fn routes_agree_across_router_template_and_openapi() {
+    let gateway = template_routing();
+    let watch = watch_routing();
+    assert_eq!(
+        watch, gateway,
+        "Cargo.toml's router and template.yaml differ"
+    );
     let documented = openapi_routes(&openapi());
+    for (method, path) in &documented {
+        let route = (path.clone(), method.clone());
+        assert!(
+            watch.contains_key(&route),
+            "{method} {path} is not in the router"
+        );
+        assert!(
+            gateway.contains_key(&route),
+            "{method} {path} is not in the template"
+        );
+    }
+    let routed_paths: BTreeSet<&String> = gateway.keys().map(|(path, _)| path).collect();
     let documented_paths: BTreeSet<&String> = documented.iter().map(|(_, path)| path).collect();
-    let routed_paths: BTreeSet<&String> = sam.iter().map(|(path, _)| path).collect();
     assert_eq!(
         routed_paths, documented_paths,
         "template.yaml routes and openapi.yaml paths differ"
     );
+    let every = |path: &str| {
+        METHODS
+            .iter()
+            .all(|method| gateway.contains_key(&(path.to_owned(), (*method).to_owned())))
+    };
+    for path in &routed_paths {
+        assert!(
+            every(path),
+            "{path}: every method reaches a function through the gateway"
+        );
+    }
     assert_eq!(
         documented,
         BTreeSet::from([
-            ("GET".to_owned(), "/v1/agents/{agentName}/logs".to_owned()),
+            ("GET".to_owned(), "/v1/agents".to_owned()),
             ("POST".to_owned(), "/v1/agents".to_owned()),
+            ("GET".to_owned(), "/v1/agents/{agentName}".to_owned()),
+            ("POST".to_owned(), "/v1/agents/{agentName}".to_owned()),
+            ("DELETE".to_owned(), "/v1/agents/{agentName}".to_owned()),
+            ("GET".to_owned(), "/v1/agents/{agentName}/logs".to_owned()),
         ])
     );
 }
@@ -206,11 +284,11 @@ async fn logs_responses_conform_to_the_document() {
         .await,
     );
     assert_eq!(status, 201);
+    let service_id = store.service_of(&caller.namespace, "bot").await;
     let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64;
     let lines: Vec<shared::logs::LogLine> = (0..15)
         .map(|i| shared::logs::LogLine {
-            namespace: caller.namespace.clone(),
-            agent: "bot".into(),
+            service_id: service_id.clone(),
             deployment_id: "dep".into(),
             session_id: (i % 2 == 0).then(|| "s".to_owned()),
             event_id: i.to_string(),
@@ -218,7 +296,6 @@ async fn logs_responses_conform_to_the_document() {
             text: format!("line {i}"),
         })
         .collect();
-    use shared::store::LogStore;
     store.store.put_lines(&lines, 30).await.unwrap();
 
     let settings = agent_logs::Settings { retention_days: 30 };
@@ -235,42 +312,65 @@ async fn logs_responses_conform_to_the_document() {
         let params: Vec<(&str, String)> =
             params.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
         let request = integration_tests::logs_request(&key, agent, &params);
-        let (status, body) =
-            parts(agent_logs::handle(&store.store, &store.store, settings, request).await);
+        let (status, body) = parts(
+            agent_logs::handle(&store.store, &store.store, &store.store, settings, request).await,
+        );
         assert_eq!(status, expected, "{body}");
         assert_conforms(&document, "get", "/agents/{agentName}/logs", status, &body);
     }
 }
 
-/// Every path is routed to its function for every method (see the routes test); the methods the
-/// document does not list are answered 405 with `Allow` and the contract's error body, and
-/// nothing is written.
+/// The response of the function `binary` to a request.
+async fn call_function(
+    binary: &str,
+    store: &TestStore,
+    request: lambda_http::Request,
+) -> lambda_http::Response<Body> {
+    let (s, settings) = (&store.store, agent_logs::Settings { retention_days: 30 });
+    match binary {
+        "create-agent" => create_agent::handle(s, s, request).await,
+        "list-agents" => list_agents::handle(s, s, request).await,
+        "get-agent" => get_agent::handle(s, s, request).await,
+        "update-agent" => update_agent::handle(s, s, request).await,
+        "delete-agent" => delete_agent::handle(s, s, request).await,
+        "agent-logs" => agent_logs::handle(s, s, s, settings, request).await,
+        other => panic!("no HTTP function {other}"),
+    }
+}
+
+/// Through the gateway every method of a path reaches a function (see the routes test); the
+/// methods the document does not list are answered 405 with the path's documented methods in
+/// `Allow` and the contract's error body, and nothing is written.
 #[tokio::test]
 async fn wrong_methods_are_405_with_allow() {
     let document = openapi();
     let store = TestStore::new().await;
     let (_, key) = store.account_with_key("acme").await;
-    let settings = agent_logs::Settings { retention_days: 30 };
-    for method in ["GET", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"] {
-        let mut request = direct_create(
-            Some(&bearer(&key)),
-            &json!({"serviceName": "my-agent", "image": "ghcr.io/acme/agent:1.0"}),
+    let documented = openapi_routes(&document);
+    for ((path, method), function) in template_routing() {
+        if documented.contains(&(method.clone(), path.clone())) {
+            continue;
+        }
+        let allow: Vec<&str> = METHODS
+            .iter()
+            .copied()
+            .filter(|m| documented.contains(&((*m).to_owned(), path.clone())))
+            .collect();
+        let concrete = path.replace("{agentName}", "my-agent");
+        let mut request = integration_tests::agent_request(&method, &key, "my-agent", None);
+        *request.uri_mut() = format!("https://api.example.com{concrete}")
+            .parse()
+            .unwrap();
+        let response = call_function(&function, &store, request).await;
+        assert_eq!(
+            response.headers()["allow"],
+            allow.join(", ").as_str(),
+            "{method} {path}"
         );
-        *request.method_mut() = method.parse().unwrap();
-        let response = create_agent::handle(&store.store, &store.store, request).await;
-        assert_eq!(response.headers()["allow"], "POST", "{method}");
         let (status, body) = parts(response);
-        assert_eq!(status, 405, "{method} /v1/agents: {body}");
+        assert_eq!(status, 405, "{method} {path} ({function}): {body}");
         assert_eq!(body["code"], "METHOD_NOT_ALLOWED");
         assert_conforms(&document, "post", "/agents", 400, &body);
-    }
-    for method in ["POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"] {
-        let mut request = integration_tests::logs_request(&key, "my-agent", &[]);
-        *request.method_mut() = method.parse().unwrap();
-        let response = agent_logs::handle(&store.store, &store.store, settings, request).await;
-        assert_eq!(response.headers()["allow"], "GET", "{method}");
-        let (status, body) = parts(response);
-        assert_eq!(status, 405, "{method} /v1/agents/my-agent/logs: {body}");
     }
     assert_eq!(
         store.item_count(&store.agents_table).await,

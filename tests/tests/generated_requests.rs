@@ -14,9 +14,9 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
+use shared::agent::AgentStore;
 use shared::auth::{ApiKey, Principal};
-use shared::logs::LogLine;
-use shared::store::LogStore;
+use shared::logs::{LogLine, LogStore};
 use shared::store::memory::MemoryStore;
 
 const CASES: u32 = 10_000;
@@ -491,18 +491,12 @@ fn logs_store() -> (MemoryStore, ApiKey) {
     let runtime = runtime();
     let store = MemoryStore::default();
     let key = store.issue_key(&caller());
-    let spec =
-        shared::agent::AgentSpec::from_json(json!({"serviceName": "bot", "image": "a"})).unwrap();
-    let agent = shared::agent::Agent::new(&spec, &caller().namespace, "2026-11-22T00:00:00.000Z");
-    use shared::store::AgentStore;
-    runtime
-        .block_on(store.create_agent(&caller(), &agent, None))
-        .unwrap();
+    let agent = integration_tests::agent_record(&caller(), "bot");
+    runtime.block_on(store.create_agent(&agent, None)).unwrap();
     let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64;
     let lines: Vec<LogLine> = (0..50u64)
         .map(|i| LogLine {
-            namespace: caller().namespace,
-            agent: "bot".into(),
+            service_id: agent.service_id.clone(),
             deployment_id: format!("dep-{}", i % 3),
             session_id: (i % 2 == 0).then(|| format!("s-{}", i % 4)),
             event_id: i.to_string(),
@@ -539,8 +533,9 @@ fn ten_thousand_generated_log_reads_get_contract_answers() {
                 let request = request(method, &uri, &headers, Vec::new())
                     .with_path_parameters(HashMap::from([("agentName".to_owned(), agent)]))
                     .with_query_string_parameters(query);
-                let response =
-                    runtime.block_on(agent_logs::handle(&store, &store, settings, request));
+                let response = runtime.block_on(agent_logs::handle(
+                    &store, &store, &store, settings, request,
+                ));
                 assert_contract_answer(&response, &[200, 400, 401, 404, 405])?;
                 *statuses
                     .borrow_mut()
@@ -577,8 +572,9 @@ fn ten_thousand_gateway_events_with_raw_queries_get_contract_answers() {
                         "event not readable: {agent:?} {raw_query:?}"
                     )));
                 };
-                let response =
-                    runtime.block_on(agent_logs::handle(&store, &store, settings, request));
+                let response = runtime.block_on(agent_logs::handle(
+                    &store, &store, &store, settings, request,
+                ));
                 assert_contract_answer(&response, &[200, 400, 404])?;
                 Ok(())
             },

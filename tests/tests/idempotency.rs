@@ -6,10 +6,9 @@
 use integration_tests::{TestStore, bearer, direct_create, parts};
 use lambda_http::{Body, Response};
 use serde_json::{Value, json};
-use shared::agent::{Agent, AgentSpec};
+use shared::agent::AgentStore;
 use shared::auth::ApiKey;
 use shared::idempotency::IdempotencyRecord;
-use shared::store::AgentStore;
 
 const KEY: &str = "5b0f2f0e-9d7c-4c1e-8b1a-1f6f2f8f9a10";
 
@@ -51,7 +50,10 @@ async fn a_retry_replays_the_first_answer_without_writing() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(answer["activeDeploymentId"], stored.active_deployment_id);
+    assert_eq!(
+        answer["activeDeploymentId"],
+        stored.active.deployment.id.as_str()
+    );
 }
 
 #[tokio::test]
@@ -91,8 +93,7 @@ async fn a_record_past_its_24_hours_no_longer_binds_the_key() {
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
     // A record of this key written 25 hours ago, which TTL has not deleted yet.
-    let spec = AgentSpec::from_json(json!({"serviceName": "old-bot", "image": "a"})).unwrap();
-    let old = Agent::new(&spec, &caller.namespace, "2026-01-01T00:00:00.000Z");
+    let old = integration_tests::agent_record(&caller, "old-bot");
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let expired = IdempotencyRecord {
         key_digest: shared::idempotency::IdempotencyKey::from_headers(&{
@@ -108,10 +109,11 @@ async fn a_record_past_its_24_hours_no_longer_binds_the_key() {
         body: "{}".into(),
         created_at: "2026-01-01T00:00:00.000Z".into(),
         expires_at: now - 3600,
+        agent: "old-bot".into(),
     };
     store
         .store
-        .create_agent(&caller, &old, Some(&expired))
+        .create_agent(&old, Some(&expired))
         .await
         .unwrap();
 

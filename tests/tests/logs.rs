@@ -7,8 +7,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use shared::auth::ApiKey;
+use shared::logs::LogStore;
 use shared::logs::{LogFilter, LogLine, LogQuery};
-use shared::store::LogStore;
 
 const RETENTION_DAYS: u32 = 30;
 const SETTINGS: agent_logs::Settings = agent_logs::Settings {
@@ -19,8 +19,10 @@ fn now_nanos() -> u64 {
     time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64
 }
 
-async fn create_agent(store: &TestStore, key: &ApiKey, name: &str) {
-    integration_tests::create_named_agent(store, key, name).await;
+/// Creates the agent; the id of its (first) deployment.
+async fn create_agent(store: &TestStore, key: &ApiKey, name: &str) -> String {
+    let agent = integration_tests::create_named_agent(store, key, name).await;
+    agent["activeDeploymentId"].as_str().unwrap().to_owned()
 }
 
 async fn ingest(
@@ -39,12 +41,11 @@ async fn read(
     integration_tests::read_logs(store, key, SETTINGS, agent, params).await
 }
 
-/// Line `i` of a numbered run: one a millisecond from `first_nanos`, all in deployment dep-1,
-/// outside any session.
-fn numbered_line(namespace: &str, agent: &str, first_nanos: u64, i: u64) -> LogLine {
+/// Line `i` of a numbered run of a service's log: one a millisecond from `first_nanos`, all in
+/// deployment dep-1, outside any session (written to the store directly).
+fn numbered_line(service_id: &str, first_nanos: u64, i: u64) -> LogLine {
     LogLine {
-        namespace: namespace.into(),
-        agent: agent.into(),
+        service_id: service_id.into(),
         deployment_id: "dep-1".into(),
         session_id: None,
         event_id: format!("{i:08}"),
@@ -53,12 +54,12 @@ fn numbered_line(namespace: &str, agent: &str, first_nanos: u64, i: u64) -> LogL
     }
 }
 
-/// The filter and query the logs handler builds for agent `bot` of `namespace`, for calling
-/// `shared::logs::read` directly (it also reports the items it read).
-fn filter_and_query(namespace: &str, params: &[(&str, String)]) -> (LogFilter, LogQuery) {
+/// The filter and query the logs handler builds for the agent of service `service_id`, for
+/// calling `shared::logs::read` directly (it also reports the items it read).
+fn filter_and_query(service_id: &str, params: &[(&str, String)]) -> (LogFilter, LogQuery) {
     let query = LogQuery::from_params(params.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
     let now = time::OffsetDateTime::now_utc();
-    let filter = LogFilter::new(namespace, "bot", &query, now, RETENTION_DAYS);
+    let filter = LogFilter::new(service_id, &query, now, RETENTION_DAYS);
     (filter, query)
 }
 
@@ -170,13 +171,19 @@ const WORDS: &[&str] = &[
     "frame",
 ];
 
-/// Ingests a few thousand lines for one agent: 3 deployments, sessions and no-session lines,
+/// Ingests a few thousand lines for one agent (its 3 deployments): sessions and no-session lines,
 /// over 40 seconds, many sharing a timestamp.
-async fn seed(store: &TestStore, namespace: &str, agent: &str, rng: &mut StdRng) -> Vec<ModelLine> {
+async fn seed(
+    store: &TestStore,
+    namespace: &str,
+    agent: &str,
+    deployments: &[String],
+    rng: &mut StdRng,
+) -> Vec<ModelLine> {
     let base = now_nanos() - 3_600 * 1_000_000_000;
     let streams: Vec<(String, Option<String>)> = (0..3)
         .flat_map(|d| {
-            let deployment = format!("dep-{d}");
+            let deployment = deployments[d].clone();
             [
                 None,
                 Some(format!("sess-{d}-a")),
@@ -241,7 +248,8 @@ async fn seed(store: &TestStore, namespace: &str, agent: &str, rng: &mut StdRng)
     lines
 }
 
-fn random_params(rng: &mut StdRng, lines: &[ModelLine]) -> Params {
+/// Random parameters; a deployment filter names one of `deployments` or one the agent never had.
+fn random_params(rng: &mut StdRng, lines: &[ModelLine], deployments: &[String]) -> Params {
     let min_second = (lines.iter().map(|l| l.nanos).min().unwrap() / 1_000_000_000) as i64;
     let mut params = Params {
         asc: rng.random_bool(0.5),
@@ -264,7 +272,12 @@ fn random_params(rng: &mut StdRng, lines: &[ModelLine]) -> Params {
         params.end = Some(params.start.unwrap_or(min_second) + rng.random_range(1..45));
     }
     if rng.random_bool(0.4) {
-        params.deployment = Some(format!("dep-{}", rng.random_range(0..4)));
+        params.deployment = Some(
+            deployments
+                .get(rng.random_range(0..4))
+                .cloned()
+                .unwrap_or_else(|| "never-deployed".to_owned()),
+        );
     }
     if rng.random_bool(0.3) {
         let deployment = rng.random_range(0..3);
@@ -287,13 +300,20 @@ fn entries(body: &Value) -> Vec<Value> {
 async fn random_requests_agree_with_the_in_memory_model() {
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
-    create_agent(&store, &key, "voice-bot").await;
+    let deployments = integration_tests::agent_with_deployments(&store, &key, "voice-bot", 3).await;
     let mut rng = StdRng::seed_from_u64(0x5eed_1095);
-    let lines = seed(&store, &caller.namespace, "voice-bot", &mut rng).await;
+    let lines = seed(
+        &store,
+        &caller.namespace,
+        "voice-bot",
+        &deployments,
+        &mut rng,
+    )
+    .await;
     assert!(lines.len() > 2_000);
 
     for case in 0..300 {
-        let params = random_params(&mut rng, &lines);
+        let params = random_params(&mut rng, &lines, &deployments);
         let expected = params.expected(&lines);
         let (limit, offset) = (params.limit.unwrap_or(10), params.offset.unwrap_or(0));
         let (status, body) = read(&store, &key, "voice-bot", &params.pairs()).await;
@@ -323,12 +343,19 @@ async fn random_requests_agree_with_the_in_memory_model() {
 async fn offset_pages_and_cursor_walks_both_concatenate_to_the_model() {
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
-    create_agent(&store, &key, "voice-bot").await;
+    let deployments = integration_tests::agent_with_deployments(&store, &key, "voice-bot", 3).await;
     let mut rng = StdRng::seed_from_u64(42);
-    let lines = seed(&store, &caller.namespace, "voice-bot", &mut rng).await;
+    let lines = seed(
+        &store,
+        &caller.namespace,
+        "voice-bot",
+        &deployments,
+        &mut rng,
+    )
+    .await;
 
     for case in 0..16 {
-        let mut params = random_params(&mut rng, &lines);
+        let mut params = random_params(&mut rng, &lines, &deployments);
         params.offset = None;
         params.limit = Some([25, 60, 150, 400][case % 4]);
         let limit = params.limit.unwrap();
@@ -459,7 +486,7 @@ async fn agents_of_other_accounts_are_not_found_and_cursors_do_not_travel() {
     let store = TestStore::new().await;
     let (alice, alice_key) = store.account_with_key("alice").await;
     let (_, bob_key) = store.account_with_key("bob").await;
-    create_agent(&store, &alice_key, "support-bot").await;
+    let support = create_agent(&store, &alice_key, "support-bot").await;
     create_agent(&store, &alice_key, "other-bot").await;
     let events: Vec<(String, i64, String)> = (0..30)
         .map(|i| {
@@ -474,7 +501,7 @@ async fn agents_of_other_accounts_are_not_found_and_cursors_do_not_travel() {
         &store,
         log_data(
             &format!("/agent-hosting/{}/support-bot", alice.namespace),
-            "dep-1/s-1",
+            &format!("{support}/s-1"),
             &events,
         ),
     )
@@ -520,7 +547,7 @@ async fn agents_of_other_accounts_are_not_found_and_cursors_do_not_travel() {
 async fn redelivery_stores_nothing_twice_and_unknown_agents_are_dropped() {
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
-    create_agent(&store, &key, "bot").await;
+    let deployment = create_agent(&store, &key, "bot").await;
     let millis = (now_nanos() / 1_000_000) as i64;
     let events: Vec<(String, i64, String)> = (0..60)
         .map(|i| {
@@ -533,7 +560,7 @@ async fn redelivery_stores_nothing_twice_and_unknown_agents_are_dropped() {
         .collect();
     let group = format!("/agent-hosting/{}/bot", caller.namespace);
     for _ in 0..3 {
-        let report = ingest(&store, log_data(&group, "dep-1", &events)).await;
+        let report = ingest(&store, log_data(&group, &deployment, &events)).await;
         assert_eq!(report.stored, 60);
     }
     let (_, body) = read(&store, &key, "bot", &[("limit", "100".into())]).await;
@@ -545,7 +572,7 @@ async fn redelivery_stores_nothing_twice_and_unknown_agents_are_dropped() {
         &store,
         log_data(
             &format!("/agent-hosting/{}/ghost", caller.namespace),
-            "dep-1",
+            &deployment,
             &events,
         ),
     )
@@ -553,7 +580,7 @@ async fn redelivery_stores_nothing_twice_and_unknown_agents_are_dropped() {
     assert_eq!((report.stored, report.dropped_unknown_agent), (0, 60));
     let report = ingest(
         &store,
-        log_data("/agent-hosting/no-such-namespace/bot", "dep-1", &events),
+        log_data("/agent-hosting/no-such-namespace/bot", &deployment, &events),
     )
     .await;
     assert_eq!((report.stored, report.dropped_unknown_agent), (0, 60));
@@ -565,10 +592,10 @@ async fn expired_lines_are_never_returned_or_counted() {
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
     create_agent(&store, &key, "bot").await;
+    let service_id = store.service_of(&caller.namespace, "bot").await;
     let day = 86_400 * 1_000_000_000u64;
     let line = |nanos: u64, id: &str, text: &str| LogLine {
-        namespace: caller.namespace.clone(),
-        agent: "bot".into(),
+        service_id: service_id.clone(),
         deployment_id: "dep-1".into(),
         session_id: Some("s-1".into()),
         event_id: id.into(),
@@ -618,9 +645,10 @@ async fn past_ten_thousand_lines_the_total_is_a_lower_bound() {
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
     create_agent(&store, &key, "busy-bot").await;
+    let service_id = store.service_of(&caller.namespace, "busy-bot").await;
     let base = now_nanos() - 7_200 * 1_000_000_000;
     let lines: Vec<LogLine> = (0..10_050u64)
-        .map(|i| numbered_line(&caller.namespace, "busy-bot", base, i))
+        .map(|i| numbered_line(&service_id, base, i))
         .collect();
     store.store.put_lines(&lines, RETENTION_DAYS).await.unwrap();
 
@@ -664,7 +692,7 @@ async fn past_ten_thousand_lines_the_total_is_a_lower_bound() {
 async fn cri_timestamps_have_nanoseconds_and_ties_keep_one_order() {
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
-    create_agent(&store, &key, "bot").await;
+    let deployment = create_agent(&store, &key, "bot").await;
     let at = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
     let stamp = shared::logs::rfc3339_nanos(at.unix_timestamp_nanos() as u64 / 1000 * 1000 + 7);
     let events: Vec<(String, i64, String)> = ["c", "a", "b"]
@@ -682,7 +710,7 @@ async fn cri_timestamps_have_nanoseconds_and_ties_keep_one_order() {
         &store,
         log_data(
             &format!("/agent-hosting/{}/bot", caller.namespace),
-            "dep-9/sess-1",
+            &format!("{deployment}/sess-1"),
             &events,
         ),
     )
@@ -699,7 +727,7 @@ async fn cri_timestamps_have_nanoseconds_and_ties_keep_one_order() {
         "2025-04-18T20:34:17.153744602Z".len()
     );
     assert_eq!(first["log"], "tie b", "ties ordered by event id");
-    assert_eq!(first["deploymentId"], "dep-9");
+    assert_eq!(first["deploymentId"], deployment.as_str());
     assert_eq!(first["sessionId"], "sess-1");
 }
 
@@ -716,7 +744,7 @@ async fn total_is_exact_at_ten_thousand_and_counting_reads_at_most_ten_thousand(
 
 async fn total_window_on<S: LogStore>(store: &S) {
     let base = now_nanos() - 7_200 * 1_000_000_000;
-    let line = |i: u64| numbered_line("ns-window", "bot", base, i);
+    let line = |i: u64| numbered_line("svc-window", base, i);
     let first: Vec<LogLine> = (0..10_000).map(line).collect();
     for chunk in first.chunks(2_000) {
         store.put_lines(chunk, RETENTION_DAYS).await.unwrap();
@@ -750,7 +778,7 @@ async fn total_window_on<S: LogStore>(store: &S) {
             let mut pages = 0;
             // The first page, then one by its cursor.
             loop {
-                let (filter, query) = filter_and_query("ns-window", &params);
+                let (filter, query) = filter_and_query("svc-window", &params);
                 let (page, cost) = shared::logs::read(store, &filter, &query).await.unwrap();
                 let context = format!("{lines} lines, {params:?}");
                 assert_eq!(json!(page.total), expected, "{context}");
@@ -789,7 +817,7 @@ async fn cursors_outside_the_range_on<S: LogStore>(store: &S) {
     let start = (now_nanos() / 1_000_000_000 - 3_600) as i64;
     let start_nanos = start as u64 * 1_000_000_000;
     let lines: Vec<LogLine> = (0..30u64)
-        .map(|i| numbered_line("ns-cursor", "bot", start_nanos, i))
+        .map(|i| numbered_line("svc-cursor", start_nanos, i))
         .collect();
     store.put_lines(&lines, RETENTION_DAYS).await.unwrap();
     let earlier = position(start_nanos - 1_000_000_000, "1");
@@ -822,10 +850,10 @@ async fn cursors_outside_the_range_on<S: LogStore>(store: &S) {
         if let Some(query) = query {
             params.push(("query", query.to_owned()));
         }
-        let (filter, _) = filter_and_query("ns-cursor", &params);
+        let (filter, _) = filter_and_query("svc-cursor", &params);
         let fingerprint = filter.fingerprint(Some(start), Some(start + 1));
         params.push(("cursor", cursor::encode(&fingerprint, cursor_at)));
-        let (filter, query) = filter_and_query("ns-cursor", &params);
+        let (filter, query) = filter_and_query("svc-cursor", &params);
         let context = format!("{order} {query:?} from {cursor_at}");
         let (page, _) = shared::logs::read(store, &filter, &query)
             .await

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use integration_tests::{TestStore, bearer, direct_create, parts};
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
+use shared::agent::AgentStore;
 
 const CALLERS: usize = 50;
 
@@ -79,7 +80,8 @@ async fn fifty_creates_of_one_name_give_one_agent() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(agent.deployment.unwrap().id, agent.active_deployment_id);
+    let view = agent.view();
+    assert_eq!(view.deployment.unwrap().id, view.active_deployment_id);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

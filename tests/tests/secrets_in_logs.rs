@@ -74,6 +74,7 @@ async fn keys_never_appear_in_any_log_line() {
             agent_logs::handle(
                 &store.store,
                 &store.store,
+                &store.store,
                 agent_logs::Settings { retention_days: 30 },
                 request,
             )

@@ -75,6 +75,7 @@ async fn a_log_read_that_times_out_is_503_with_retry_after() {
     let response = agent_logs::handle(
         &store,
         &store,
+        &store,
         agent_logs::Settings { retention_days: 30 },
         event("agent-logs.json"),
     )
@@ -94,7 +95,7 @@ async fn an_authorizer_that_times_out_errs_instead_of_denying() {
     let outcome = authorizer::authorize(&store, event).await;
     assert!(started.elapsed() < bound());
     assert!(
-        matches!(outcome, Err(shared::store::StoreError::Timeout(_))),
+        matches!(outcome, Err(shared::StoreError::Timeout(_))),
         "{outcome:?}"
     );
 }

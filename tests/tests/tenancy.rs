@@ -4,6 +4,7 @@
 
 use integration_tests::{TestStore, bearer, direct_create, ingest, log_data, parts, read_logs};
 use serde_json::{Value, json};
+use shared::agent::AgentStore;
 use shared::store::dynamodb::DynamoStore;
 
 const SETTINGS: agent_logs::Settings = agent_logs::Settings { retention_days: 30 };
@@ -29,7 +30,7 @@ fn assert_nothing_of_alice(body: &Value, alice_namespace: &str, alice_agent: &Va
 
 async fn agent_item(store: &DynamoStore, namespace: &str, name: &str) -> Value {
     let agent = store.get_agent(namespace, name).await.unwrap().unwrap();
-    serde_json::to_value(agent).unwrap()
+    serde_json::to_value(agent.view()).unwrap()
 }
 
 #[tokio::test]

@@ -5,10 +5,10 @@
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, RequestExt, Response};
 use shared::ApiError;
-use shared::auth;
-use shared::logs::{self, LogFilter, LogQuery, LogsPage};
-use shared::store::{KeyStore, LogStore};
-use shared::validation::is_dns_label;
+use shared::agent::AgentStore;
+use shared::auth::{self, KeyStore};
+use shared::http::allow;
+use shared::logs::{self, LogFilter, LogQuery, LogStore, LogsPage};
 
 /// Settings read once at cold start.
 #[derive(Debug, Clone, Copy)]
@@ -16,56 +16,41 @@ pub struct Settings {
     pub retention_days: u32,
 }
 
-pub async fn handle<L: LogStore, K: KeyStore>(
+pub async fn handle<A: AgentStore, L: LogStore, K: KeyStore>(
+    agents: &A,
     logs: &L,
     keys: &K,
     settings: Settings,
     request: Request,
 ) -> Response<Body> {
-    shared::http::respond(agent_logs(logs, keys, settings, &request).await)
-}
-
-/// The agent name from the route's path parameter, or from the path itself when the router did
-/// not fill the parameter in.
-fn agent_name(request: &Request) -> Option<String> {
-    if let Some(name) = request
-        .path_parameters_ref()
-        .and_then(|params| params.first("agentName"))
-    {
-        return Some(name.to_owned());
-    }
-    let path = request.raw_http_path();
-    let name = path.strip_prefix("/v1/agents/")?.strip_suffix("/logs")?;
-    Some(name.to_owned())
+    shared::http::respond(agent_logs(agents, logs, keys, settings, &request).await)
 }
 
 #[tracing::instrument(skip_all, fields(namespace, agent))]
-async fn agent_logs<L: LogStore, K: KeyStore>(
+async fn agent_logs<A: AgentStore, L: LogStore, K: KeyStore>(
+    agents: &A,
     logs: &L,
     keys: &K,
     settings: Settings,
     request: &Request,
 ) -> Result<(StatusCode, LogsPage), ApiError> {
     let caller = auth::caller(request, keys).await?;
-    shared::http::require_method(request, "GET")?;
+    shared::http::require_method(request, "GET", allow::AGENT_LOGS)?;
     let span = tracing::Span::current();
     span.record("namespace", caller.namespace.as_str());
-
-    let not_found = || ApiError::NotFound("No agent of that name in this account".to_owned());
-    let name = agent_name(request)
-        .filter(|name| is_dns_label(name))
-        .ok_or_else(not_found)?;
+    let name = shared::http::agent_name(request).ok_or_else(ApiError::no_agent)?;
     span.record("agent", name.as_str());
 
     let params = request.query_string_parameters_ref();
     let query = LogQuery::from_params(params.into_iter().flat_map(|params| params.iter()))?;
 
-    if !logs.agent_exists(&caller.namespace, &name).await? {
-        return Err(not_found());
-    }
+    // Lines belong to the agent's service: an earlier agent of the same name had another.
+    let agent = agents
+        .get_agent(&caller.namespace, &name)
+        .await?
+        .ok_or_else(ApiError::no_agent)?;
     let filter = LogFilter::new(
-        &caller.namespace,
-        &name,
+        &agent.service_id,
         &query,
         time::OffsetDateTime::now_utc(),
         settings.retention_days,
@@ -87,11 +72,9 @@ mod tests {
 
     use super::*;
     use serde_json::Value;
-    use shared::agent::{Agent, AgentSpec};
-    use shared::auth::Principal;
     use shared::logs::LogLine;
-    use shared::store::AgentStore;
     use shared::store::memory::MemoryStore;
+    use shared::testing::{DEMO_DEPLOYMENT_ID, seed_fixture_agents};
 
     const SETTINGS: Settings = Settings { retention_days: 30 };
 
@@ -104,23 +87,15 @@ mod tests {
     /// The demo agent with lines at the fixtures' times (2026-11-22T19:00:00Z and on).
     async fn demo_store() -> MemoryStore {
         let store = MemoryStore::default();
-        let owner = Principal {
-            account_id: "dev".into(),
-            namespace: "dev-local".into(),
-        };
-        let spec =
-            AgentSpec::from_json(serde_json::json!({"serviceName": "demo-agent", "image": "demo"}))
-                .unwrap();
-        let agent = Agent::new(&spec, &owner.namespace, "2026-11-22T19:00:00.000Z");
-        store.create_agent(&owner, &agent, None).await.unwrap();
+        let agents = seed_fixture_agents(&store).await.unwrap();
+        let service_id = agents[0].service_id.clone();
         let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64;
         let lines: Vec<LogLine> = ["starting", "ERROR upstream timeout", "session ended"]
             .iter()
             .enumerate()
             .map(|(i, text)| LogLine {
-                namespace: "dev-local".into(),
-                agent: "demo-agent".into(),
-                deployment_id: "dep".into(),
+                service_id: service_id.clone(),
+                deployment_id: DEMO_DEPLOYMENT_ID.into(),
                 session_id: Some("session-0001".into()),
                 event_id: i.to_string(),
                 timestamp_nanos: now - 60_000_000_000 + i as u64,
@@ -132,7 +107,7 @@ mod tests {
     }
 
     async fn call(store: &MemoryStore, request: Request) -> (StatusCode, Value) {
-        let response = handle(store, store, SETTINGS, request).await;
+        let response = handle(store, store, store, SETTINGS, request).await;
         (
             response.status(),
             serde_json::from_slice(response.body().as_ref()).unwrap(),

@@ -2,7 +2,7 @@
 
 use agent_logs::Settings;
 use lambda_http::{Error, run, service_fn};
-use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, Config, LOGS_TABLE};
+use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, LOGS_TABLE};
 use shared::store::dynamodb::DynamoStore;
 
 // Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one
@@ -11,15 +11,15 @@ use shared::store::dynamodb::DynamoStore;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    let config = Config::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE, LOGS_TABLE])?;
+    let (store, config) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE, LOGS_TABLE])?;
     let settings = Settings {
         retention_days: config.log_retention_days,
     };
-    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref())?;
-    let store = DynamoStore::new(client, config.tables);
     let store = &store;
     run(service_fn(move |request| async move {
-        Ok::<_, std::convert::Infallible>(agent_logs::handle(store, store, settings, request).await)
+        Ok::<_, std::convert::Infallible>(
+            agent_logs::handle(store, store, store, settings, request).await,
+        )
     }))
     .await
 }

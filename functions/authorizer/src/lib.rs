@@ -8,9 +8,8 @@ use aws_lambda_events::apigw::{
     ApiGatewayV2CustomAuthorizerSimpleResponse, ApiGatewayV2CustomAuthorizerV2Request,
 };
 use serde_json::Value;
-use shared::ApiError;
-use shared::auth::{self, CONTEXT_ACCOUNT_ID, CONTEXT_NAMESPACE};
-use shared::store::{KeyStore, StoreError};
+use shared::auth::{self, CONTEXT_ACCOUNT_ID, CONTEXT_NAMESPACE, KeyStore};
+use shared::{ApiError, StoreError};
 
 pub type AuthorizerResponse = ApiGatewayV2CustomAuthorizerSimpleResponse<HashMap<String, Value>>;
 

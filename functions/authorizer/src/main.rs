@@ -1,8 +1,8 @@
 //! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use shared::config::{ACCOUNTS_TABLE, Config};
-use shared::store::DisplayErrorContext;
+use shared::config::ACCOUNTS_TABLE;
+use shared::error::DisplayErrorContext;
 use shared::store::dynamodb::DynamoStore;
 
 // Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one
@@ -11,9 +11,7 @@ use shared::store::dynamodb::DynamoStore;
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     // The authorizer reads only the accounts table.
-    let config = Config::from_env(&[ACCOUNTS_TABLE])?;
-    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref())?;
-    let store = DynamoStore::new(client, config.tables);
+    let (store, _) = DynamoStore::from_env(&[ACCOUNTS_TABLE])?;
     let store = &store;
     run(service_fn(move |event: LambdaEvent<_>| async move {
         authorizer::authorize(store, event.payload)

@@ -1,15 +1,16 @@
 //! POST /v1/agents: validates the request, builds the manifest, writes the agent and its first
-//! deployment in one transaction, and answers 201 with the agent (contract section 3). With an
-//! `Idempotency-Key`, a retry of the same body within 24 hours gets the first answer again.
+//! deployment in one transaction, and answers 201 with the agent and its ETag (contract section
+//! 3). With an `Idempotency-Key`, a retry of the same body within 24 hours gets the first answer
+//! again.
 
-use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
-use shared::agent::{Agent, AgentSpec};
-use shared::auth;
-use shared::idempotency::{self, IdempotencyKey, IdempotencyRecord};
-use shared::store::{AgentStore, CreateOutcome, KeyStore};
-use shared::timestamp::rfc3339_millis;
+use shared::agent::lifecycle::{self, Answer, Idempotent};
+use shared::agent::{AgentStore, ConfigChanges};
+use shared::auth::{self, KeyStore};
+use shared::http::allow;
+use shared::idempotency::{self, IdempotencyKey};
 
 /// Handles one request; every outcome, including failures, is a response.
 pub async fn handle<A: AgentStore, K: KeyStore>(
@@ -18,28 +19,9 @@ pub async fn handle<A: AgentStore, K: KeyStore>(
     request: Request,
 ) -> Response<Body> {
     match create_agent(agents, keys, &request).await {
-        Ok(Answer::Created(body)) => shared::http::json_bytes_response(StatusCode::CREATED, body),
-        Ok(Answer::Replayed { status, body }) => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::CREATED);
-            let mut response = shared::http::json_bytes_response(status, body.into_bytes());
-            response.headers_mut().insert(
-                idempotency::REPLAYED_HEADER,
-                HeaderValue::from_static("true"),
-            );
-            response
-        }
+        Ok(answer) => shared::http::write_response(StatusCode::CREATED, answer),
         Err(error) => shared::http::error_response(&error),
     }
-}
-
-/// What a successful request answers: a new agent, or the first answer to its Idempotency-Key.
-enum Answer {
-    /// The agent as JSON (serialized once: the same bytes are the answer and the record).
-    Created(Vec<u8>),
-    Replayed {
-        status: u16,
-        body: String,
-    },
 }
 
 #[tracing::instrument(skip_all, fields(namespace, agent, idempotent))]
@@ -50,54 +32,22 @@ async fn create_agent<A: AgentStore, K: KeyStore>(
 ) -> Result<Answer, ApiError> {
     // Who is asking comes first: an unauthenticated caller learns nothing about the body rules.
     let caller = auth::caller(request, keys).await?;
-    shared::http::require_method(request, "POST")?;
+    shared::http::require_method(request, "POST", allow::AGENTS)?;
     let span = tracing::Span::current();
     span.record("namespace", caller.namespace.as_str());
-    let idempotency_key = IdempotencyKey::from_headers(request.headers())?;
-    span.record("idempotent", idempotency_key.is_some());
+    let key = IdempotencyKey::from_headers(request.headers())?;
+    span.record("idempotent", key.is_some());
 
     let body = shared::http::request_json(request)?;
-    let fingerprint = idempotency_key
-        .as_ref()
-        .map(|_| idempotency::fingerprint(&body));
-    let spec = AgentSpec::from_json(body)?;
-    span.record("agent", spec.service_name.as_str());
-
-    let now = time::OffsetDateTime::now_utc();
-    let agent = Agent::new(&spec, &caller.namespace, &rfc3339_millis(now));
-    let answer = serde_json::to_vec(&agent).map_err(ApiError::internal)?;
-    let record = idempotency_key
-        .zip(fingerprint)
-        .map(|(key, fingerprint)| IdempotencyRecord {
-            key_digest: key.digest(),
-            fingerprint,
-            status: StatusCode::CREATED.as_u16(),
-            body: String::from_utf8_lossy(&answer).into_owned(),
-            created_at: agent.created_at.clone(),
-            expires_at: now.unix_timestamp() + idempotency::RETENTION_SECONDS,
-        });
-    match agents
-        .create_agent(&caller, &agent, record.as_ref())
-        .await?
-    {
-        CreateOutcome::Created => {
-            tracing::info!(deployment_id = %agent.active_deployment_id, "agent created");
-            Ok(Answer::Created(answer))
-        }
-        CreateOutcome::NameTaken => Err(ApiError::Conflict(format!(
-            "An agent named '{}' already exists in this account",
-            agent.name
-        ))),
-        CreateOutcome::KeyUsed(first) => {
-            let fingerprint = record.map(|record| record.fingerprint).unwrap_or_default();
-            let (status, body) = first.replay_for(&fingerprint)?;
-            tracing::info!(status, "idempotent replay");
-            Ok(Answer::Replayed {
-                status,
-                body: body.to_owned(),
-            })
-        }
+    let idempotent = key.map(|key| Idempotent {
+        key_digest: key.digest(),
+        fingerprint: idempotency::fingerprint(&body),
+    });
+    let changes = ConfigChanges::from_json(body)?;
+    if let Some(name) = changes.service_name.clone().given() {
+        span.record("agent", name.as_str());
     }
+    lifecycle::create(agents, &caller, changes, idempotent.as_ref()).await
 }
 
 #[cfg(test)]
@@ -146,6 +96,20 @@ mod tests {
             "tiny-ferret-maroon-123"
         );
         assert!(store.agent("tiny-ferret-maroon-123", "my-agent").is_some());
+        assert_eq!(
+            store.deployment_count(),
+            1,
+            "the first deployment is in the history"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_created_agent_comes_with_its_etag() {
+        let store = MemoryStore::default();
+        let response = handle(&store, &store, event("create-agent.json")).await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let stored = store.agent("tiny-ferret-maroon-123", "my-agent").unwrap();
+        assert_eq!(response.headers()["etag"], stored.etag().as_str());
     }
 
     #[tokio::test]
@@ -301,7 +265,7 @@ mod tests {
         let store = MemoryStore::default();
         let response = handle(&store, &store, event("create-agent-wrong-method.json")).await;
         assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
-        assert_eq!(response.headers()["allow"], "POST");
+        assert_eq!(response.headers()["allow"], "GET, POST");
         let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
         assert_eq!(body["code"], "METHOD_NOT_ALLOWED");
     }

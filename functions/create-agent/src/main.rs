@@ -1,7 +1,7 @@
 //! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
 
 use lambda_http::{Error, run, service_fn};
-use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, Config};
+use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE};
 use shared::store::dynamodb::DynamoStore;
 
 // Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one
@@ -9,9 +9,7 @@ use shared::store::dynamodb::DynamoStore;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    let config = Config::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE])?;
-    let client = shared::aws::dynamodb_client(config.dynamodb_endpoint.as_deref())?;
-    let store = DynamoStore::new(client, config.tables);
+    let (store, _) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE])?;
     let store = &store;
     run(service_fn(move |request| async move {
         Ok::<_, std::convert::Infallible>(create_agent::handle(store, store, request).await)

@@ -2,10 +2,13 @@
 //!
 //! One subscription event carries the lines of one log stream of one log group:
 //! `/agent-hosting/{namespace}/{agentName}`, stream `{deploymentId}/{sessionId}` or
-//! `{deploymentId}`. Lines of an unknown agent, or of a group or stream outside that scheme, are
-//! dropped and counted in this function's log; they never fail the batch. A store failure does
-//! fail it, so Lambda retries the delivery, which is safe: a line's key is its timestamp and
-//! event id, and writing it again overwrites it.
+//! `{deploymentId}`. Lines belong to the service of the agent whose deployment logged them: a
+//! stream's deployment must be one the agent of that name has run, so the lines of a deleted
+//! agent's deployments never reach a later agent of the same name. Lines of an unknown agent or
+//! deployment, or of a group or stream outside that scheme, are dropped and counted in this
+//! function's log; they never fail the batch. A store failure does fail it, so Lambda retries the
+//! delivery, which is safe: a line's key is its timestamp and event id, and writing it again
+//! overwrites it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,13 +16,15 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::cloudwatch_logs::LogData;
 use serde::Serialize;
-use shared::logs::{self, LogLine};
-use shared::store::{LogStore, StoreError};
+use shared::StoreError;
+use shared::agent::AgentStore;
+use shared::logs::{self, LogLine, LogStore};
 
 /// An event id longer than this is not CloudWatch's and the line is dropped.
 const MAX_EVENT_ID_LENGTH: usize = 128;
-/// How long an agent seen to exist is remembered (agents are not deleted through this API).
-const KNOWN_AGENT_TTL: Duration = Duration::from_secs(300);
+/// How long a deployment seen to belong to a service is remembered: a deployment never moves to
+/// another service, but an agent deleted and made again gets a new one, which must be looked up.
+const KNOWN_DEPLOYMENT_TTL: Duration = Duration::from_secs(300);
 
 /// What one delivery did.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
@@ -27,43 +32,73 @@ const KNOWN_AGENT_TTL: Duration = Duration::from_secs(300);
 pub struct IngestReport {
     pub stored: usize,
     pub dropped_unknown_agent: usize,
+    pub dropped_unknown_deployment: usize,
     pub dropped_unrecognised_source: usize,
     pub dropped_bad_line: usize,
 }
 
-/// Agents known to exist, kept across invocations of a warm function to spare a read per batch.
-#[derive(Debug, Default)]
-pub struct KnownAgents(Mutex<HashMap<(String, String), Instant>>);
+/// Where a stream's lines go.
+enum Owner {
+    Service(String),
+    UnknownAgent,
+    UnknownDeployment,
+}
 
-impl KnownAgents {
-    async fn exists<S: LogStore>(
+/// A log stream's source: (namespace, agent, deployment).
+type Source = (String, String, String);
+
+/// Deployments known to belong to a service, kept across invocations of a warm function to spare
+/// the reads per batch: source → (service, when seen).
+#[derive(Debug, Default)]
+pub struct KnownDeployments(Mutex<HashMap<Source, (String, Instant)>>);
+
+impl KnownDeployments {
+    async fn owner<A: AgentStore>(
         &self,
-        store: &S,
+        agents: &A,
         namespace: &str,
         agent: &str,
-    ) -> Result<bool, StoreError> {
-        let key = (namespace.to_owned(), agent.to_owned());
-        let fresh = |seen: &Instant| seen.elapsed() < KNOWN_AGENT_TTL;
-        if self
-            .0
-            .lock()
-            .map(|known| known.get(&key).is_some_and(fresh))
-            .unwrap_or(false)
+        deployment: &str,
+    ) -> Result<Owner, StoreError> {
+        let key = (
+            namespace.to_owned(),
+            agent.to_owned(),
+            deployment.to_owned(),
+        );
+        if let Ok(known) = self.0.lock()
+            && let Some((service, seen)) = known.get(&key)
+            && seen.elapsed() < KNOWN_DEPLOYMENT_TTL
         {
-            return Ok(true);
+            return Ok(Owner::Service(service.clone()));
         }
-        let exists = store.agent_exists(namespace, agent).await?;
-        if exists && let Ok(mut known) = self.0.lock() {
-            known.insert(key, Instant::now());
+        let Some(record) = agents.get_agent(namespace, agent).await? else {
+            return Ok(Owner::UnknownAgent);
+        };
+        let runs = record.active.deployment.id == deployment
+            || record
+                .serving
+                .as_ref()
+                .is_some_and(|serving| serving.deployment_id == deployment);
+        let ran = runs
+            || agents
+                .get_deployment(namespace, &record.service_id, deployment)
+                .await?
+                .is_some();
+        if !ran {
+            return Ok(Owner::UnknownDeployment);
         }
-        Ok(exists)
+        if let Ok(mut known) = self.0.lock() {
+            known.insert(key, (record.service_id.clone(), Instant::now()));
+        }
+        Ok(Owner::Service(record.service_id))
     }
 }
 
 #[tracing::instrument(skip_all, fields(log_group = %data.log_group, log_stream = %data.log_stream, events = data.log_events.len()))]
-pub async fn ingest<S: LogStore>(
-    store: &S,
-    known: &KnownAgents,
+pub async fn ingest<A: AgentStore, L: LogStore>(
+    agents: &A,
+    logs: &L,
+    known: &KnownDeployments,
     retention_days: u32,
     data: LogData,
 ) -> Result<IngestReport, StoreError> {
@@ -83,11 +118,19 @@ pub async fn ingest<S: LogStore>(
         );
         return Ok(report);
     };
-    if !known.exists(store, namespace, agent).await? {
-        report.dropped_unknown_agent = data.log_events.len();
-        tracing::warn!(%namespace, %agent, dropped = report.dropped_unknown_agent, "lines of an unknown agent dropped");
-        return Ok(report);
-    }
+    let service_id = match known.owner(agents, namespace, agent, deployment_id).await? {
+        Owner::Service(service_id) => service_id,
+        Owner::UnknownAgent => {
+            report.dropped_unknown_agent = data.log_events.len();
+            tracing::warn!(%namespace, %agent, dropped = report.dropped_unknown_agent, "lines of an unknown agent dropped");
+            return Ok(report);
+        }
+        Owner::UnknownDeployment => {
+            report.dropped_unknown_deployment = data.log_events.len();
+            tracing::warn!(%namespace, %agent, %deployment_id, dropped = report.dropped_unknown_deployment, "lines of a deployment the agent never ran dropped");
+            return Ok(report);
+        }
+    };
 
     let mut lines = Vec::with_capacity(data.log_events.len());
     for event in &data.log_events {
@@ -97,8 +140,7 @@ pub async fn ingest<S: LogStore>(
         }
         let (timestamp_nanos, text) = logs::parse_message(&event.message, event.timestamp);
         lines.push(LogLine {
-            namespace: namespace.to_owned(),
-            agent: agent.to_owned(),
+            service_id: service_id.clone(),
             deployment_id: deployment_id.to_owned(),
             session_id: session_id.map(str::to_owned),
             event_id: event.id.clone(),
@@ -106,7 +148,7 @@ pub async fn ingest<S: LogStore>(
             text: text.to_owned(),
         });
     }
-    store.put_lines(&lines, retention_days).await?;
+    logs.put_lines(&lines, retention_days).await?;
     report.stored = lines.len();
     if report.dropped_bad_line > 0 {
         tracing::warn!(
@@ -122,10 +164,8 @@ pub async fn ingest<S: LogStore>(
 mod tests {
     use super::*;
     use aws_lambda_events::cloudwatch_logs::LogsEvent;
-    use shared::agent::{Agent, AgentSpec};
-    use shared::auth::Principal;
-    use shared::store::AgentStore;
     use shared::store::memory::MemoryStore;
+    use shared::testing::seed_fixture_agents;
 
     fn fixture() -> LogsEvent {
         let path = format!(
@@ -137,23 +177,14 @@ mod tests {
 
     async fn store_with_demo_agent() -> MemoryStore {
         let store = MemoryStore::default();
-        let spec = AgentSpec::from_json(
-            serde_json::json!({"serviceName": "demo-agent", "image": "ghcr.io/acme/agent:1.0"}),
-        )
-        .unwrap();
-        let owner = Principal {
-            account_id: "dev".into(),
-            namespace: "dev-local".into(),
-        };
+        seed_fixture_agents(&store).await.unwrap();
         store
-            .create_agent(
-                &owner,
-                &Agent::new(&spec, &owner.namespace, "2026-01-01T00:00:00.000Z"),
-                None,
-            )
+    }
+
+    async fn run(store: &MemoryStore, data: LogData) -> IngestReport {
+        ingest(store, store, &KnownDeployments::default(), 30, data)
             .await
-            .unwrap();
-        store
+            .unwrap()
     }
 
     #[test]
@@ -172,9 +203,7 @@ mod tests {
         let store = store_with_demo_agent().await;
         let data = fixture().aws_logs.data;
         let events = data.log_events.len();
-        let report = ingest(&store, &KnownAgents::default(), 30, data)
-            .await
-            .unwrap();
+        let report = run(&store, data).await;
         assert_eq!(report.stored, events);
         assert_eq!(report.dropped_unknown_agent, 0);
     }
@@ -184,9 +213,7 @@ mod tests {
         let store = MemoryStore::default();
         let data = fixture().aws_logs.data;
         let events = data.log_events.len();
-        let report = ingest(&store, &KnownAgents::default(), 30, data)
-            .await
-            .unwrap();
+        let report = run(&store, data).await;
         assert_eq!(report.dropped_unknown_agent, events);
         assert_eq!(report.stored, 0);
     }
@@ -196,20 +223,13 @@ mod tests {
         let store = store_with_demo_agent().await;
         let mut foreign = fixture().aws_logs.data;
         foreign.log_group = "/aws/lambda/something".into();
-        let report = ingest(&store, &KnownAgents::default(), 30, foreign)
-            .await
-            .unwrap();
+        let report = run(&store, foreign).await;
         assert_eq!(report.stored, 0);
         assert!(report.dropped_unrecognised_source > 0);
 
         let mut control = fixture().aws_logs.data;
         control.message_type = "CONTROL_MESSAGE".into();
-        assert_eq!(
-            ingest(&store, &KnownAgents::default(), 30, control)
-                .await
-                .unwrap(),
-            IngestReport::default()
-        );
+        assert_eq!(run(&store, control).await, IngestReport::default());
     }
 
     #[tokio::test]
@@ -218,10 +238,21 @@ mod tests {
         let mut data = fixture().aws_logs.data;
         data.log_events[0].id = String::new();
         let events = data.log_events.len();
-        let report = ingest(&store, &KnownAgents::default(), 30, data)
-            .await
-            .unwrap();
+        let report = run(&store, data).await;
         assert_eq!(report.dropped_bad_line, 1);
         assert_eq!(report.stored, events - 1);
+    }
+
+    #[tokio::test]
+    async fn lines_of_a_deployment_the_agent_never_ran_are_dropped() {
+        let store = store_with_demo_agent().await;
+        let mut data = fixture().aws_logs.data;
+        // Another agent's deployment (a deleted agent's, say) under demo-agent's log group.
+        let other = store.agent("dev-local", "video-bot").unwrap();
+        data.log_stream = format!("{}/session-0001", other.active.deployment.id);
+        let events = data.log_events.len();
+        let report = run(&store, data).await;
+        assert_eq!(report.dropped_unknown_deployment, events);
+        assert_eq!(report.stored, 0);
     }
 }

@@ -1,26 +1,69 @@
-//! An in-memory store for fast unit tests of handlers. It keeps the same promises as the
-//! DynamoDB adapter (names unique per namespace, nothing half-written); the integration tests
-//! check the real adapter against DynamoDB Local.
+//! An in-memory store for fast unit tests of handlers (feature `test-support`, or this crate's
+//! own tests). It keeps the same promises as the DynamoDB adapter, each conditional write atomic
+//! under one lock; the integration tests check the real adapter against DynamoDB Local.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
-use super::{AgentStore, CreateOutcome, KeyStore, LogStore, StoreError};
-use crate::agent::Agent;
-use crate::auth::{ApiKey, KeyHash, KeyRecord, Principal};
+use crate::agent::{
+    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, WriteOutcome,
+};
+use crate::auth::{ApiKey, KeyHash, KeyRecord, KeyStore, Principal};
+use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
-use crate::logs::{LogFilter, LogLine, Order, Scan, ScanLimits, StoredLine, matches_query};
+use crate::logs::{
+    LogFilter, LogLine, LogStore, Order, Scan, ScanLimits, StoredLine, matches_query,
+};
 
-/// One agent's lines: position → (line, expires at).
-type AgentLog = BTreeMap<String, (LogLine, i64)>;
+/// One service's lines: position → (line, expires at).
+type ServiceLog = BTreeMap<String, (LogLine, i64)>;
+
+/// Agents, their history and idempotency records: what one DynamoDB transaction spans.
+#[derive(Debug, Default)]
+struct Agents {
+    /// (namespace, name) → agent.
+    agents: HashMap<(String, String), AgentRecord>,
+    /// (namespace, service id, deployment id) → deployment.
+    deployments: HashMap<(String, String, String), DeploymentRecord>,
+    /// (namespace, key digest) → record.
+    idempotency: HashMap<(String, String), IdempotencyRecord>,
+}
+
+impl Agents {
+    /// Whether the key of `record` has a live record; which, if so.
+    fn key_used(&self, namespace: &str, record: &IdempotencyRecord) -> Option<IdempotencyRecord> {
+        self.idempotency
+            .get(&(namespace.to_owned(), record.key_digest.clone()))
+            .filter(|found| found.is_live(record.written_at()))
+            .cloned()
+    }
+
+    fn keep(&mut self, namespace: &str, record: Option<&IdempotencyRecord>) {
+        if let Some(record) = record {
+            self.idempotency.insert(
+                (namespace.to_owned(), record.key_digest.clone()),
+                record.clone(),
+            );
+        }
+    }
+
+    fn keep_deployment(&mut self, agent: &AgentRecord, record: &DeploymentRecord) {
+        self.deployments.insert(
+            (
+                agent.owner.namespace.clone(),
+                agent.service_id.clone(),
+                record.deployment.id.clone(),
+            ),
+            record.clone(),
+        );
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    agents: Mutex<HashMap<(String, String), Agent>>,
-    /// (namespace, key digest) → record; guarded by the agents' lock, as one transaction.
-    idempotency: Mutex<HashMap<(String, String), IdempotencyRecord>>,
+    agents: Mutex<Agents>,
     keys: Mutex<HashMap<KeyHash, KeyRecord>>,
-    logs: Mutex<HashMap<(String, String), AgentLog>>,
+    logs: Mutex<HashMap<String, ServiceLog>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -54,49 +97,174 @@ impl MemoryStore {
         }
     }
 
-    pub fn agent(&self, namespace: &str, name: &str) -> Option<Agent> {
+    pub fn agent(&self, namespace: &str, name: &str) -> Option<AgentRecord> {
         lock(&self.agents)
+            .agents
             .get(&(namespace.to_owned(), name.to_owned()))
             .cloned()
     }
 
     pub fn agent_count(&self) -> usize {
-        lock(&self.agents).len()
+        lock(&self.agents).agents.len()
+    }
+
+    pub fn deployment_count(&self) -> usize {
+        lock(&self.agents).deployments.len()
     }
 
     pub fn idempotency_record_count(&self) -> usize {
-        lock(&self.idempotency).len()
+        lock(&self.agents).idempotency.len()
     }
 }
 
 impl AgentStore for MemoryStore {
     async fn create_agent(
         &self,
-        owner: &Principal,
-        agent: &Agent,
+        agent: &AgentRecord,
         idempotency: Option<&IdempotencyRecord>,
     ) -> Result<CreateOutcome, StoreError> {
-        let mut agents = lock(&self.agents);
-        let mut records = lock(&self.idempotency);
-        if let Some(record) = idempotency {
-            let key = (owner.namespace.clone(), record.key_digest.clone());
-            let live = |found: &&IdempotencyRecord| found.is_live(record.written_at());
-            if let Some(found) = records.get(&key).filter(live) {
-                return Ok(CreateOutcome::KeyUsed(found.clone()));
-            }
+        let mut state = lock(&self.agents);
+        let namespace = &agent.owner.namespace;
+        if let Some(found) = idempotency.and_then(|record| state.key_used(namespace, record)) {
+            return Ok(CreateOutcome::KeyUsed(found));
         }
-        let key = (owner.namespace.clone(), agent.name.clone());
-        if agents.contains_key(&key) {
+        let key = (namespace.clone(), agent.name.clone());
+        if state.agents.contains_key(&key) {
             return Ok(CreateOutcome::NameTaken);
         }
-        agents.insert(key, agent.clone());
-        if let Some(record) = idempotency {
-            records.insert(
-                (owner.namespace.clone(), record.key_digest.clone()),
-                record.clone(),
-            );
-        }
+        state.agents.insert(key, agent.clone());
+        state.keep_deployment(agent, &agent.active);
+        state.keep(namespace, idempotency);
         Ok(CreateOutcome::Created)
+    }
+
+    async fn get_agent(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<AgentRecord>, StoreError> {
+        Ok(self.agent(namespace, name))
+    }
+
+    async fn get_deployment(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        deployment_id: &str,
+    ) -> Result<Option<DeploymentRecord>, StoreError> {
+        let key = (
+            namespace.to_owned(),
+            service_id.to_owned(),
+            deployment_id.to_owned(),
+        );
+        Ok(lock(&self.agents).deployments.get(&key).cloned())
+    }
+
+    async fn list_agents(
+        &self,
+        namespace: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<AgentPage, StoreError> {
+        let state = lock(&self.agents);
+        let mut agents: Vec<AgentRecord> = state
+            .agents
+            .iter()
+            .filter(|((ns, name), _)| {
+                ns == namespace && after.is_none_or(|after| name.as_str() > after)
+            })
+            .map(|(_, agent)| agent.clone())
+            .collect();
+        agents.sort_by(|a, b| a.name.cmp(&b.name));
+        let more = agents.len() > limit;
+        agents.truncate(limit);
+        Ok(AgentPage { agents, more })
+    }
+
+    async fn write_agent(
+        &self,
+        read_version: u64,
+        next: &AgentRecord,
+        change: Change<'_>,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> Result<WriteOutcome, StoreError> {
+        let mut state = lock(&self.agents);
+        let namespace = &next.owner.namespace;
+        let key = (namespace.clone(), next.name.clone());
+        if state
+            .agents
+            .get(&key)
+            .is_none_or(|current| current.version != read_version)
+        {
+            return Ok(WriteOutcome::Conflict);
+        }
+        if let Some(found) = idempotency.and_then(|record| state.key_used(namespace, record)) {
+            return Ok(WriteOutcome::KeyUsed(found));
+        }
+        match change {
+            Change::NewDeployment => state.keep_deployment(next, &next.active),
+            Change::Status { deployment_id } => {
+                let status = if next.active.deployment.id == deployment_id {
+                    next.active.status.clone()
+                } else {
+                    next.serving
+                        .as_ref()
+                        .filter(|serving| serving.deployment_id == deployment_id)
+                        .map(|serving| serving.status.clone())
+                        .ok_or_else(|| {
+                            StoreError::Unexpected(
+                                "a status change of a deployment the agent does not run".into(),
+                            )
+                        })?
+                };
+                let history = (
+                    namespace.clone(),
+                    next.service_id.clone(),
+                    deployment_id.to_owned(),
+                );
+                match state.deployments.get_mut(&history) {
+                    Some(record) => record.status = status,
+                    None => return Err(StoreError::Unexpected("deployment missing".into())),
+                }
+            }
+        }
+        state.agents.insert(key, next.clone());
+        state.keep(namespace, idempotency);
+        Ok(WriteOutcome::Written)
+    }
+
+    async fn record_answer(
+        &self,
+        namespace: &str,
+        record: &IdempotencyRecord,
+    ) -> Result<WriteOutcome, StoreError> {
+        let mut state = lock(&self.agents);
+        if let Some(found) = state.key_used(namespace, record) {
+            return Ok(WriteOutcome::KeyUsed(found));
+        }
+        state.keep(namespace, Some(record));
+        Ok(WriteOutcome::Written)
+    }
+
+    async fn delete_agent(&self, agent: &AgentRecord) -> Result<WriteOutcome, StoreError> {
+        let mut state = lock(&self.agents);
+        let namespace = &agent.owner.namespace;
+        state
+            .deployments
+            .retain(|(ns, service, _), _| !(ns == namespace && *service == agent.service_id));
+        state
+            .idempotency
+            .retain(|(ns, _), record| !(ns == namespace && record.agent == agent.name));
+        let key = (namespace.clone(), agent.name.clone());
+        if state
+            .agents
+            .get(&key)
+            .is_none_or(|current| current.version != agent.version)
+        {
+            return Ok(WriteOutcome::Conflict);
+        }
+        state.agents.remove(&key);
+        Ok(WriteOutcome::Written)
     }
 }
 
@@ -107,15 +275,11 @@ impl KeyStore for MemoryStore {
 }
 
 impl LogStore for MemoryStore {
-    async fn agent_exists(&self, namespace: &str, agent: &str) -> Result<bool, StoreError> {
-        Ok(self.agent(namespace, agent).is_some())
-    }
-
     async fn put_lines(&self, lines: &[LogLine], retention_days: u32) -> Result<(), StoreError> {
         let mut logs = lock(&self.logs);
         for line in lines {
             let expires = line.expires_at(retention_days);
-            logs.entry((line.namespace.clone(), line.agent.clone()))
+            logs.entry(line.service_id.clone())
                 .or_default()
                 .insert(line.position(), (line.clone(), expires));
         }
@@ -130,7 +294,7 @@ impl LogStore for MemoryStore {
     ) -> Result<Scan, StoreError> {
         let logs = lock(&self.logs);
         let mut lines: Vec<&(LogLine, i64)> = logs
-            .get(&(filter.namespace.clone(), filter.agent.clone()))
+            .get(&filter.service_id)
             .map(|lines| lines.values().collect())
             .unwrap_or_default();
         if filter.order == Order::Desc {

@@ -7,8 +7,8 @@ use aws_sdk_dynamodb::types::{
     ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
 
-use super::StoreError;
 use super::dynamodb::classify;
+use crate::error::StoreError;
 
 /// One table: its logical id in template.yaml, the variable that names it to the functions,
 /// its string key attributes and, where items expire, the TTL attribute.

@@ -8,18 +8,17 @@
 //! items the page read and the items counting `total` read (DynamoDB's ScannedCount).
 
 use integration_tests::TestStore;
-use shared::logs::{self, LogFilter, LogLine, LogQuery};
+use shared::logs::{self, LogFilter, LogLine, LogQuery, LogStore};
 
 const RETENTION_DAYS: u32 = 30;
 
-fn lines(namespace: &str, agent: &str, count: usize, base_nanos: u64) -> Vec<LogLine> {
+fn lines(service_id: &str, count: usize, base_nanos: u64) -> Vec<LogLine> {
     (0..count)
         .map(|i| {
             let deployment = i % 10;
             let session = (i / 10) % 10;
             LogLine {
-                namespace: namespace.to_owned(),
-                agent: agent.to_owned(),
+                service_id: service_id.to_owned(),
                 deployment_id: format!("deployment-{deployment}"),
                 session_id: Some(format!("session-{deployment}-{session}")),
                 event_id: format!("{i:010}"),
@@ -46,18 +45,17 @@ async fn main() {
         })
         .collect();
     let store = TestStore::new().await;
-    let namespace = "bench-namespace";
     println!("| lines | filter | returned | page items read | total items read | total |");
     println!("|---:|---|---:|---:|---:|---|");
     for volume in volumes {
-        let agent = format!("agent-{volume}");
+        // One agent's service a volume.
+        let service_id = format!("service-{volume}");
         let now = time::OffsetDateTime::now_utc();
         // The lines end an hour ago, one per millisecond.
         let base =
             (now.unix_timestamp_nanos() as u64) - 3_600_000_000_000 - volume as u64 * 1_000_000;
-        let all = lines(namespace, &agent, volume, base);
+        let all = lines(&service_id, volume, base);
         let started = std::time::Instant::now();
-        use shared::store::LogStore;
         for chunk in all.chunks(2_000) {
             store
                 .store
@@ -99,7 +97,7 @@ async fn main() {
         for (name, params) in cases {
             let query =
                 LogQuery::from_params(params.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
-            let filter = LogFilter::new(namespace, &agent, &query, now, RETENTION_DAYS);
+            let filter = LogFilter::new(&service_id, &query, now, RETENTION_DAYS);
             let (page, cost) = logs::read(&store.store, &filter, &query)
                 .await
                 .expect("reading");

@@ -1,10 +1,10 @@
 //! Log items in LogsTable, and the queries that read them at bounded cost.
 //!
-//! Item: `pk` = `{namespace}/{agent}`, `sk` = `{nanoseconds:020}#{eventId}` (time order, the
-//! event id breaks ties and makes redelivery overwrite instead of duplicate), `dpk` =
-//! `{namespace}/{agent}#{deploymentId}` (index `by-deployment`), `spk` =
-//! `{namespace}/{agent}#{sessionId}` (index `by-session`, sparse: only lines of a session),
-//! `log`, `deploymentId`, `sessionId`, and `expiresAt` (TTL, Unix seconds).
+//! Item: `pk` = `{serviceId}` (the agent's service: a later agent of the same name has another),
+//! `sk` = `{nanoseconds:020}#{eventId}` (time order, the event id breaks ties and makes
+//! redelivery overwrite instead of duplicate), `dpk` = `{serviceId}#{deploymentId}` (index
+//! `by-deployment`), `spk` = `{serviceId}#{sessionId}` (index `by-session`, sparse: only lines of
+//! a session), `log`, `deploymentId`, `sessionId`, and `expiresAt` (TTL, Unix seconds).
 //!
 //! Every read is one key condition on the partition that fits the filters plus `sk BETWEEN`
 //! the time range (clipped to the retention period), so a page reads about as many items as it
@@ -15,16 +15,14 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, Select, WriteRequest};
 use serde::{Deserialize, Serialize};
 
-use super::{DynamoStore, Item, classify, mapping};
-use crate::logs::{LogFilter, LogLine, Order, Scan, ScanLimits, StoredLine, matches_query};
-use crate::store::{LogStore, StoreError};
+use super::{DynamoStore, Item, built, classify, item_of, mapping, s};
+use crate::error::StoreError;
+use crate::logs::{
+    LogFilter, LogLine, LogStore, Order, Scan, ScanLimits, StoredLine, matches_query,
+};
 
 pub const DEPLOYMENT_INDEX: &str = "by-deployment";
 pub const SESSION_INDEX: &str = "by-session";
-/// BatchWriteItem takes at most 25 items.
-const BATCH_SIZE: usize = 25;
-/// Rounds of retrying unprocessed items (with backoff) before the batch fails and Lambda retries it.
-const UNPROCESSED_ROUNDS: u32 = 6;
 /// Items one Query of a text search asks for (it filters in the function).
 const TEXT_SCAN_PAGE: usize = 1_000;
 
@@ -43,13 +41,9 @@ pub struct LogItem {
     pub expires_at: i64,
 }
 
-fn agent_partition(namespace: &str, agent: &str) -> String {
-    format!("{namespace}/{agent}")
-}
-
 impl LogItem {
     pub fn new(line: &LogLine, retention_days: u32) -> Self {
-        let partition = agent_partition(&line.namespace, &line.agent);
+        let partition = line.service_id.clone();
         LogItem {
             dpk: format!("{partition}#{}", line.deployment_id),
             spk: line
@@ -77,7 +71,7 @@ impl LogItem {
 
 /// The index, its partition attribute and value that serve a filter.
 fn partition_for(filter: &LogFilter) -> (Option<&'static str>, &'static str, String) {
-    let partition = agent_partition(&filter.namespace, &filter.agent);
+    let partition = filter.service_id.clone();
     match (&filter.session_id, &filter.deployment_id) {
         (Some(session), _) => (Some(SESSION_INDEX), "spk", format!("{partition}#{session}")),
         (None, Some(deployment)) => (
@@ -87,10 +81,6 @@ fn partition_for(filter: &LogFilter) -> (Option<&'static str>, &'static str, Str
         ),
         (None, None) => (None, "pk", partition),
     }
-}
-
-fn s(value: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(value.into())
 }
 
 impl DynamoStore {
@@ -130,10 +120,7 @@ impl DynamoStore {
     fn start_after(filter: &LogFilter, position: &str) -> Item {
         let (_, key_attribute, key_value) = partition_for(filter);
         let mut key = HashMap::from([
-            (
-                "pk".to_owned(),
-                s(agent_partition(&filter.namespace, &filter.agent)),
-            ),
+            ("pk".to_owned(), s(&filter.service_id)),
             ("sk".to_owned(), s(position)),
         ]);
         key.insert(key_attribute.to_owned(), s(key_value));
@@ -149,65 +136,19 @@ fn sort_key_of(key: &Item) -> Option<String> {
 }
 
 impl LogStore for DynamoStore {
-    async fn agent_exists(&self, namespace: &str, agent: &str) -> Result<bool, StoreError> {
-        let (pk, sk) = super::agent_key(namespace, agent);
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.agents_table)
-            .set_key(Some(super::key(pk, sk)))
-            .projection_expression("pk")
-            .send()
-            .await
-            .map_err(classify)?;
-        Ok(output.item.is_some())
-    }
-
     #[tracing::instrument(skip_all, fields(lines = lines.len()))]
     async fn put_lines(&self, lines: &[LogLine], retention_days: u32) -> Result<(), StoreError> {
-        for chunk in lines.chunks(BATCH_SIZE) {
-            let mut requests = chunk
-                .iter()
-                .map(|line| {
-                    let item = serde_dynamo::to_item(LogItem::new(line, retention_days))
-                        .map_err(mapping)?;
-                    let put = PutRequest::builder()
-                        .set_item(Some(item))
-                        .build()
-                        .map_err(|e| StoreError::Unexpected(e.into()))?;
-                    Ok(WriteRequest::builder().put_request(put).build())
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            let mut round = 0;
-            while !requests.is_empty() {
-                if round > 0 {
-                    // Jitter-free exponential backoff; the SDK already retried throttling.
-                    tokio::time::sleep(std::time::Duration::from_millis(25 << round.min(6))).await;
-                }
-                if round == UNPROCESSED_ROUNDS {
-                    return Err(StoreError::Throttled(
-                        format!(
-                            "{} log items still unprocessed after retries",
-                            requests.len()
-                        )
-                        .into(),
-                    ));
-                }
-                round += 1;
-                let output = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.logs_table, requests)
-                    .send()
-                    .await
-                    .map_err(classify)?;
-                requests = output
-                    .unprocessed_items
-                    .and_then(|mut tables| tables.remove(&self.logs_table))
-                    .unwrap_or_default();
-            }
-        }
-        Ok(())
+        let puts = lines
+            .iter()
+            .map(|line| {
+                let put = PutRequest::builder()
+                    .set_item(Some(item_of(&LogItem::new(line, retention_days))?))
+                    .build()
+                    .map_err(built)?;
+                Ok(WriteRequest::builder().put_request(put).build())
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        self.batch_write(&self.logs_table, puts).await
     }
 
     async fn scan(
@@ -310,8 +251,7 @@ mod tests {
     #[test]
     fn log_items_round_trip_with_their_index_keys() {
         let line = LogLine {
-            namespace: "ns-1".into(),
-            agent: "bot".into(),
+            service_id: "svc-1".into(),
             deployment_id: "dep".into(),
             session_id: Some("sess".into()),
             event_id: "3800".into(),
@@ -319,10 +259,10 @@ mod tests {
             text: "hello".into(),
         };
         let item: Item = serde_dynamo::to_item(LogItem::new(&line, 30)).unwrap();
-        assert_eq!(item["pk"], s("ns-1/bot"));
+        assert_eq!(item["pk"], s("svc-1"));
         assert_eq!(item["sk"], s("01745008457153744602#3800"));
-        assert_eq!(item["dpk"], s("ns-1/bot#dep"));
-        assert_eq!(item["spk"], s("ns-1/bot#sess"));
+        assert_eq!(item["dpk"], s("svc-1#dep"));
+        assert_eq!(item["spk"], s("svc-1#sess"));
         assert_eq!(
             item["expiresAt"],
             AttributeValue::N((1_745_008_457 + 30 * 86_400).to_string())

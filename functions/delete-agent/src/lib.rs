@@ -1,0 +1,77 @@
+//! DELETE /v1/agents/{agentName}: the agent, its deployments and its idempotency records; 200
+//! `{"status": "OK"}` (contract section 6). Its log lines belong to its service, which nothing
+//! reaches any more: they expire by retention (docs/logs.md).
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, Response};
+use serde::Serialize;
+use shared::ApiError;
+use shared::agent::{AgentStore, lifecycle};
+use shared::auth::{self, KeyStore};
+use shared::http::allow;
+
+/// The answer to a delete.
+#[derive(Debug, Serialize)]
+pub struct Deleted {
+    pub status: &'static str,
+}
+
+pub async fn handle<A: AgentStore, K: KeyStore>(
+    agents: &A,
+    keys: &K,
+    request: Request,
+) -> Response<Body> {
+    shared::http::respond(delete_agent(agents, keys, &request).await)
+}
+
+#[tracing::instrument(skip_all, fields(namespace, agent))]
+async fn delete_agent<A: AgentStore, K: KeyStore>(
+    agents: &A,
+    keys: &K,
+    request: &Request,
+) -> Result<(StatusCode, Deleted), ApiError> {
+    let caller = auth::caller(request, keys).await?;
+    shared::http::require_method(request, "DELETE", allow::AGENT)?;
+    let name = shared::http::agent_name(request).ok_or_else(ApiError::no_agent)?;
+    let span = tracing::Span::current();
+    span.record("namespace", caller.namespace.as_str());
+    span.record("agent", name.as_str());
+    lifecycle::delete(agents, &caller, &name).await?;
+    Ok((StatusCode::OK, Deleted { status: "OK" }))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The handler on the in-memory store, fed with the events/ fixtures; tests/ runs it against
+    //! DynamoDB Local.
+
+    use super::*;
+    use serde_json::{Value, json};
+    use shared::store::memory::MemoryStore;
+    use shared::testing::seed_fixture_agents;
+
+    fn event(name: &str) -> Request {
+        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[tokio::test]
+    async fn an_agent_and_its_history_are_gone_and_a_second_delete_is_404() {
+        let store = MemoryStore::default();
+        seed_fixture_agents(&store).await.unwrap();
+        let response = handle(&store, &store, event("delete-agent.json")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        assert_eq!(body, json!({"status": "OK"}));
+        assert!(store.agent("dev-local", "old-bot").is_none());
+        assert_eq!(
+            store.deployment_count(),
+            2,
+            "the other agents' deployments stay"
+        );
+
+        let again = handle(&store, &store, event("delete-agent.json")).await;
+        assert_eq!(again.status(), StatusCode::NOT_FOUND);
+    }
+}

@@ -1,0 +1,18 @@
+//! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
+
+use lambda_http::{Error, run, service_fn};
+use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE};
+use shared::store::dynamodb::DynamoStore;
+
+// Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one
+// thread serves it, and init starts no worker threads (docs/performance.md).
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    let (store, _) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE])?;
+    let store = &store;
+    run(service_fn(move |request| async move {
+        Ok::<_, std::convert::Infallible>(delete_agent::handle(store, store, request).await)
+    }))
+    .await
+}

@@ -1,0 +1,96 @@
+//! GET /v1/agents/{agentName}: the agent, with the errors reported for its active deployment and
+//! its ETag (contract section 6). Other methods of the path that no other function serves get a
+//! 405 here.
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, Response};
+use shared::ApiError;
+use shared::agent::{AgentRecord, AgentStore};
+use shared::auth::{self, KeyStore};
+use shared::http::allow;
+
+pub async fn handle<A: AgentStore, K: KeyStore>(
+    agents: &A,
+    keys: &K,
+    request: Request,
+) -> Response<Body> {
+    match get_agent(agents, keys, &request).await {
+        Ok(agent) => shared::http::agent_response(StatusCode::OK, &agent),
+        Err(error) => shared::http::error_response(&error),
+    }
+}
+
+#[tracing::instrument(skip_all, fields(namespace, agent))]
+async fn get_agent<A: AgentStore, K: KeyStore>(
+    agents: &A,
+    keys: &K,
+    request: &Request,
+) -> Result<AgentRecord, ApiError> {
+    let caller = auth::caller(request, keys).await?;
+    shared::http::require_method(request, "GET", allow::AGENT)?;
+    let name = shared::http::agent_name(request).ok_or_else(ApiError::no_agent)?;
+    let span = tracing::Span::current();
+    span.record("namespace", caller.namespace.as_str());
+    span.record("agent", name.as_str());
+    agents
+        .get_agent(&caller.namespace, &name)
+        .await?
+        .ok_or_else(ApiError::no_agent)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The handler on the in-memory store, fed with the events/ fixtures; tests/ runs it against
+    //! DynamoDB Local.
+
+    use super::*;
+    use serde_json::Value;
+    use shared::store::memory::MemoryStore;
+    use shared::testing::{DEMO_DEPLOYMENT_ID, seed_fixture_agents};
+
+    fn event(name: &str) -> Request {
+        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    async fn seeded() -> MemoryStore {
+        let store = MemoryStore::default();
+        seed_fixture_agents(&store).await.unwrap();
+        store
+    }
+
+    #[tokio::test]
+    async fn an_agent_is_answered_with_its_etag_and_errors() {
+        let store = seeded().await;
+        let response = handle(&store, &store, event("get-agent.json")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let stored = store.agent("dev-local", "demo-agent").unwrap();
+        assert_eq!(response.headers()["etag"], stored.etag().as_str());
+        let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        assert_eq!(body["name"], "demo-agent");
+        assert_eq!(body["activeDeploymentId"], DEMO_DEPLOYMENT_ID);
+        assert_eq!(body["deployment"]["id"], DEMO_DEPLOYMENT_ID);
+        assert_eq!(body["errors"], serde_json::json!([]));
+        assert_eq!(
+            body.as_object().unwrap().len(),
+            12,
+            "2.1's members and errors"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_agent_the_account_does_not_have_is_404() {
+        let store = seeded().await;
+        let response = handle(&store, &store, event("get-agent-unknown.json")).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn another_method_of_the_path_is_405_naming_the_three() {
+        let store = seeded().await;
+        let response = handle(&store, &store, event("get-agent-wrong-method.json")).await;
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(response.headers()["allow"], "GET, POST, DELETE");
+    }
+}

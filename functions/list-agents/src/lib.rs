@@ -1,0 +1,113 @@
+//! GET /v1/agents: the caller's agents by name, `limit` (1 to 100, default 100) at a time, with
+//! `nextCursor` when more follow (contract section 6).
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, RequestExt, Response};
+use shared::ApiError;
+use shared::agent::AgentStore;
+use shared::agent::listing::{self, AgentList, AgentSummary, ListQuery};
+use shared::auth::{self, KeyStore};
+use shared::http::allow;
+
+pub async fn handle<A: AgentStore, K: KeyStore>(
+    agents: &A,
+    keys: &K,
+    request: Request,
+) -> Response<Body> {
+    shared::http::respond(list_agents(agents, keys, &request).await)
+}
+
+#[tracing::instrument(skip_all, fields(namespace))]
+async fn list_agents<A: AgentStore, K: KeyStore>(
+    agents: &A,
+    keys: &K,
+    request: &Request,
+) -> Result<(StatusCode, AgentList), ApiError> {
+    let caller = auth::caller(request, keys).await?;
+    shared::http::require_method(request, "GET", allow::AGENTS)?;
+    tracing::Span::current().record("namespace", caller.namespace.as_str());
+    let params = request.query_string_parameters_ref();
+    let query = ListQuery::from_params(params.into_iter().flat_map(|params| params.iter()))?;
+    let page = agents
+        .list_agents(&caller.namespace, query.after.as_deref(), query.limit)
+        .await?;
+    let next_cursor = page
+        .agents
+        .last()
+        .filter(|_| page.more)
+        .map(|last| listing::cursor(&last.name));
+    Ok((
+        StatusCode::OK,
+        AgentList {
+            services: page.agents.iter().map(AgentSummary::from).collect(),
+            next_cursor,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The handler on the in-memory store, fed with the events/ fixtures; tests/ runs it against
+    //! DynamoDB Local.
+
+    use super::*;
+    use serde_json::Value;
+    use shared::store::memory::MemoryStore;
+    use shared::testing::seed_fixture_agents;
+
+    fn event(name: &str) -> Request {
+        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    async fn call(store: &MemoryStore, request: Request) -> (StatusCode, Value) {
+        let response = handle(store, store, request).await;
+        (
+            response.status(),
+            serde_json::from_slice(response.body().as_ref()).unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn agents_come_by_name_a_page_at_a_time() {
+        let store = MemoryStore::default();
+        seed_fixture_agents(&store).await.unwrap();
+        let (status, body) = call(&store, event("list-agents.json")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let names: Vec<&str> = body["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|agent| agent["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["demo-agent", "old-bot"], "limit=2, by name");
+        let first = &body["services"][0];
+        let demo = store.agent("dev-local", "demo-agent").unwrap();
+        assert_eq!(first["id"], demo.service_id.as_str());
+        assert_eq!(
+            first["activeDeploymentId"],
+            demo.active.deployment.id.as_str()
+        );
+        assert_eq!(first["ready"], false);
+        let cursor = body["nextCursor"].as_str().unwrap();
+
+        let mut next = event("list-agents.json");
+        next = next.with_query_string_parameters(std::collections::HashMap::from([(
+            "cursor".to_owned(),
+            cursor.to_owned(),
+        )]));
+        let (status, body) = call(&store, next).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body["services"][0]["name"], "video-bot");
+        assert!(body.get("nextCursor").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_bad_limit_is_400_naming_it() {
+        let store = MemoryStore::default();
+        let (status, body) = call(&store, event("list-agents-bad-limit.json")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["field"], "limit");
+    }
+}

@@ -1,0 +1,190 @@
+//! POST /v1/agents/{agentName}: an update (contract section 6). The body takes the members of
+//! create: a member given replaces the agent's value, one left out keeps it, `null` restores the
+//! default. A new deployment when the resolved configuration differs from the active
+//! deployment's, nothing written when it does not; 200 with the agent and its ETag either way.
+//! `If-Match` makes it conditional (412); `Idempotency-Key` works as on create.
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, Response};
+use shared::ApiError;
+use shared::agent::lifecycle::{self, Answer, Idempotent};
+use shared::agent::{AgentStore, ConfigChanges};
+use shared::auth::{self, KeyStore};
+use shared::http::allow;
+use shared::idempotency::{self, IdempotencyKey};
+
+pub async fn handle<A: AgentStore, K: KeyStore>(
+    agents: &A,
+    keys: &K,
+    request: Request,
+) -> Response<Body> {
+    match update_agent(agents, keys, &request).await {
+        Ok(answer) => shared::http::write_response(StatusCode::OK, answer),
+        Err(error) => shared::http::error_response(&error),
+    }
+}
+
+#[tracing::instrument(skip_all, fields(namespace, agent, idempotent, conditional))]
+async fn update_agent<A: AgentStore, K: KeyStore>(
+    agents: &A,
+    keys: &K,
+    request: &Request,
+) -> Result<Answer, ApiError> {
+    let caller = auth::caller(request, keys).await?;
+    shared::http::require_method(request, "POST", allow::AGENT)?;
+    let name = shared::http::agent_name(request).ok_or_else(ApiError::no_agent)?;
+    let span = tracing::Span::current();
+    span.record("namespace", caller.namespace.as_str());
+    span.record("agent", name.as_str());
+    let key = IdempotencyKey::from_headers(request.headers())?;
+    span.record("idempotent", key.is_some());
+    let if_match = shared::http::if_match(request);
+    span.record("conditional", if_match.is_some());
+
+    let body = shared::http::request_json(request)?;
+    let idempotent = key.map(|key| Idempotent {
+        key_digest: key.digest(),
+        fingerprint: idempotency::update_fingerprint(&name, &body),
+    });
+    let changes = ConfigChanges::from_json(body)?;
+    lifecycle::update(
+        agents,
+        &caller,
+        &name,
+        changes,
+        if_match.as_ref(),
+        idempotent.as_ref(),
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    //! The handler on the in-memory store, fed with the events/ fixtures; tests/ runs it against
+    //! DynamoDB Local, with concurrent updates.
+
+    use super::*;
+    use lambda_http::http::HeaderValue;
+    use serde_json::{Value, json};
+    use shared::store::memory::MemoryStore;
+    use shared::testing::seed_fixture_agents;
+
+    fn event(name: &str) -> Request {
+        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    async fn seeded() -> MemoryStore {
+        let store = MemoryStore::default();
+        seed_fixture_agents(&store).await.unwrap();
+        store
+    }
+
+    fn with_body(mut request: Request, body: Value) -> Request {
+        *request.body_mut() = Body::Text(body.to_string());
+        request
+    }
+
+    async fn call(store: &MemoryStore, request: Request) -> (StatusCode, Value, Response<Body>) {
+        let response = handle(store, store, request).await;
+        let body = serde_json::from_slice(response.body().as_ref()).unwrap();
+        (response.status(), body, response)
+    }
+
+    #[tokio::test]
+    async fn a_new_image_is_a_new_active_deployment() {
+        let store = seeded().await;
+        let before = store.agent("dev-local", "video-bot").unwrap();
+        let (status, body, response) = call(&store, event("update-agent.json")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let after = store.agent("dev-local", "video-bot").unwrap();
+        assert_ne!(after.active.deployment.id, before.active.deployment.id);
+        assert_eq!(
+            body["activeDeploymentId"],
+            after.active.deployment.id.as_str()
+        );
+        assert_eq!(
+            body["deployment"]["manifest"]["spec"]["image"],
+            "ghcr.io/acme/video-bot:2.0"
+        );
+        assert_eq!(body["activeDeploymentReady"], false);
+        assert_eq!(response.headers()["etag"], after.etag().as_str());
+        assert_eq!(
+            store.deployment_count(),
+            4,
+            "three seeded, one new: history is kept"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_same_configuration_again_writes_nothing() {
+        let store = seeded().await;
+        call(&store, event("update-agent.json")).await;
+        let once = store.agent("dev-local", "video-bot").unwrap();
+        let (status, body, response) = call(&store, event("update-agent.json")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(store.agent("dev-local", "video-bot").unwrap(), once);
+        assert_eq!(store.deployment_count(), 4);
+        assert_eq!(
+            body["activeDeploymentId"],
+            once.active.deployment.id.as_str()
+        );
+        assert_eq!(response.headers()["etag"], once.etag().as_str());
+    }
+
+    #[tokio::test]
+    async fn a_stale_if_match_is_412_and_a_current_one_applies() {
+        let store = seeded().await;
+        let (status, body, _) = call(&store, event("update-agent-stale-if-match.json")).await;
+        assert_eq!(status, StatusCode::PRECONDITION_FAILED, "{body}");
+        assert_eq!(body["code"], "PRECONDITION_FAILED");
+        let current = store.agent("dev-local", "video-bot").unwrap();
+        let mut request = event("update-agent-stale-if-match.json");
+        request
+            .headers_mut()
+            .insert("if-match", HeaderValue::from_str(&current.etag()).unwrap());
+        assert_eq!(call(&store, request).await.0, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn renaming_is_400_and_an_unknown_agent_404() {
+        let store = seeded().await;
+        let (status, body, _) = call(&store, event("update-agent-rename.json")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["field"], "serviceName");
+        let (status, _, _) = call(&store, event("update-agent-unknown.json")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn a_retry_with_the_same_key_replays_and_another_agent_with_it_is_422() {
+        let store = seeded().await;
+        let mut first = event("update-agent.json");
+        first
+            .headers_mut()
+            .insert("idempotency-key", HeaderValue::from_static("deploy-42"));
+        let (status, body, _) = call(&store, first).await;
+        assert_eq!(status, StatusCode::OK);
+        let mut again = event("update-agent.json");
+        again
+            .headers_mut()
+            .insert("idempotency-key", HeaderValue::from_static("deploy-42"));
+        let (status, replayed, response) = call(&store, again).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(replayed, body);
+        assert_eq!(response.headers()["idempotent-replayed"], "true");
+
+        let mut other = event("update-agent-stale-if-match.json");
+        other.headers_mut().remove("if-match");
+        other
+            .headers_mut()
+            .insert("idempotency-key", HeaderValue::from_static("deploy-42"));
+        let (status, body, _) = call(
+            &store,
+            with_body(other, json!({"image": "ghcr.io/acme/x:3"})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    }
+}

@@ -1,0 +1,321 @@
+//! What each agent operation does, over any [`AgentStore`] (contract section 6): create, update
+//! (a new deployment when the configuration changes, nothing when it does not), delete, and a
+//! data plane report (section 7).
+//!
+//! Every write of an existing agent is conditional on the version it was read at. A write that
+//! loses a race reads the agent again and is applied to the newer version, so concurrent updates
+//! and reports are never lost; with `If-Match` the caller pinned the version, and a lost race is
+//! a 412 instead.
+
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use time::OffsetDateTime;
+
+use super::config::ConfigChanges;
+use super::record::{Agent, AgentRecord};
+use super::status::{ReportOutcome, StatusReport, Unapplied};
+use super::store::{AgentStore, Change, CreateOutcome, WriteOutcome};
+use crate::ApiError;
+use crate::auth::Principal;
+use crate::error::StoreError;
+use crate::idempotency::{self, IdempotencyRecord};
+use crate::timestamp::rfc3339_millis;
+
+/// How long a write that keeps losing races to other writers of one agent is tried again
+/// before the caller is told to come back (a 503), well inside the functions' 10 s timeout.
+const RACE_DEADLINE: Duration = Duration::from_secs(6);
+
+/// An `If-Match` header: `*`, or a list of entity tags (strong comparison: a weak tag never
+/// matches, RFC 9110 section 13.1.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IfMatch {
+    Any,
+    Tags(Vec<String>),
+}
+
+impl IfMatch {
+    pub fn parse(value: &str) -> Self {
+        if value.trim() == "*" {
+            return IfMatch::Any;
+        }
+        IfMatch::Tags(
+            value
+                .split(',')
+                .map(|tag| tag.trim().to_owned())
+                .filter(|tag| !tag.is_empty())
+                .collect(),
+        )
+    }
+
+    pub fn allows(&self, etag: &str) -> bool {
+        match self {
+            IfMatch::Any => true,
+            IfMatch::Tags(tags) => tags.iter().any(|tag| tag == etag),
+        }
+    }
+}
+
+/// A request's `Idempotency-Key`, to be recorded with its successful answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idempotent {
+    pub key_digest: String,
+    /// [`idempotency::fingerprint`] of what the request asked.
+    pub fingerprint: String,
+}
+
+impl Idempotent {
+    fn record(
+        &self,
+        status: StatusCode,
+        body: &[u8],
+        agent: &str,
+        now: OffsetDateTime,
+    ) -> IdempotencyRecord {
+        IdempotencyRecord {
+            key_digest: self.key_digest.clone(),
+            fingerprint: self.fingerprint.clone(),
+            status: status.as_u16(),
+            body: String::from_utf8_lossy(body).into_owned(),
+            created_at: rfc3339_millis(now),
+            expires_at: now.unix_timestamp() + idempotency::RETENTION_SECONDS,
+            agent: agent.to_owned(),
+        }
+    }
+}
+
+/// A successful answer: the agent as written (or as it is), or the first answer to the
+/// request's `Idempotency-Key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Agent {
+        agent: Box<AgentRecord>,
+        /// The agent object as JSON, serialized once: the same bytes are the answer and the
+        /// idempotency record.
+        body: Vec<u8>,
+    },
+    Replayed {
+        status: u16,
+        body: String,
+    },
+}
+
+fn body_of(agent: &Agent) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(agent).map_err(ApiError::internal)
+}
+
+fn replay(first: &IdempotencyRecord, idempotent: Option<&Idempotent>) -> Result<Answer, ApiError> {
+    let fingerprint = idempotent.map_or("", |key| key.fingerprint.as_str());
+    let (status, body) = first.replay_for(fingerprint)?;
+    tracing::info!(status, "idempotent replay");
+    Ok(Answer::Replayed {
+        status,
+        body: body.to_owned(),
+    })
+}
+
+/// Races lost so far, and when to give up.
+struct Races {
+    lost: u32,
+    deadline: Instant,
+}
+
+impl Races {
+    fn new() -> Self {
+        Races {
+            lost: 0,
+            deadline: Instant::now() + RACE_DEADLINE,
+        }
+    }
+
+    /// Waits before the next attempt (jittered, growing to 200 ms), or says the deadline passed.
+    async fn lost(&mut self) -> Result<(), StoreError> {
+        self.lost += 1;
+        if Instant::now() >= self.deadline {
+            return Err(StoreError::Throttled(
+                format!("the agent changed under {} writes in a row", self.lost).into(),
+            ));
+        }
+        let ceiling = (10u64 << self.lost.min(5)).min(200);
+        let wait = rand::random_range(1..=ceiling);
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        Ok(())
+    }
+}
+
+/// POST /v1/agents: the agent of `changes` and its first deployment, in the caller's account.
+pub async fn create<S: AgentStore>(
+    store: &S,
+    caller: &Principal,
+    changes: ConfigChanges,
+    idempotent: Option<&Idempotent>,
+) -> Result<Answer, ApiError> {
+    let (name, config) = changes.into_new_agent()?;
+    let now = OffsetDateTime::now_utc();
+    let agent = AgentRecord::new(caller, &name, config, &rfc3339_millis(now));
+    let body = body_of(&agent.created_view())?;
+    let record = idempotent.map(|key| key.record(StatusCode::CREATED, &body, &name, now));
+    match store.create_agent(&agent, record.as_ref()).await? {
+        CreateOutcome::Created => {
+            tracing::info!(deployment_id = %agent.active.deployment.id, "agent created");
+            Ok(Answer::Agent {
+                agent: Box::new(agent),
+                body,
+            })
+        }
+        CreateOutcome::NameTaken => Err(ApiError::Conflict(format!(
+            "An agent named '{name}' already exists in this account"
+        ))),
+        CreateOutcome::KeyUsed(first) => replay(&first, idempotent),
+    }
+}
+
+/// POST /v1/agents/{name}: the agent with `changes` applied; a new deployment when the
+/// configuration differs from the active deployment's, nothing written when it does not.
+pub async fn update<S: AgentStore>(
+    store: &S,
+    caller: &Principal,
+    name: &str,
+    changes: ConfigChanges,
+    if_match: Option<&IfMatch>,
+    idempotent: Option<&Idempotent>,
+) -> Result<Answer, ApiError> {
+    let mut races = Races::new();
+    loop {
+        let current = store
+            .get_agent(&caller.namespace, name)
+            .await?
+            .ok_or_else(ApiError::no_agent)?;
+        if if_match.is_some_and(|expected| !expected.allows(&current.etag())) {
+            return Err(ApiError::PreconditionFailed);
+        }
+        let config = changes.clone().apply_to(name, current.config())?;
+        let now = OffsetDateTime::now_utc();
+        let unchanged = config == *current.config();
+        let next = if unchanged {
+            current.clone()
+        } else {
+            current.deploy(config, &rfc3339_millis(now))
+        };
+        let body = body_of(&next.view())?;
+        let record = idempotent.map(|key| key.record(StatusCode::OK, &body, name, now));
+        let outcome = match (unchanged, &record) {
+            (true, None) => {
+                return Ok(Answer::Agent {
+                    agent: Box::new(next),
+                    body,
+                });
+            }
+            // Nothing changes; the key keeps this answer, as it would a change.
+            (true, Some(record)) => store.record_answer(&caller.namespace, record).await?,
+            (false, _) => {
+                store
+                    .write_agent(
+                        current.version,
+                        &next,
+                        Change::NewDeployment,
+                        record.as_ref(),
+                    )
+                    .await?
+            }
+        };
+        match outcome {
+            WriteOutcome::Written => {
+                if !unchanged {
+                    tracing::info!(deployment_id = %next.active.deployment.id, "agent deployed");
+                }
+                return Ok(Answer::Agent {
+                    agent: Box::new(next),
+                    body,
+                });
+            }
+            WriteOutcome::KeyUsed(first) => return replay(&first, idempotent),
+            WriteOutcome::Conflict if if_match.is_some() => {
+                return Err(ApiError::PreconditionFailed);
+            }
+            WriteOutcome::Conflict => races.lost().await?,
+        }
+    }
+}
+
+/// DELETE /v1/agents/{name}: the agent, its deployments and its idempotency records.
+pub async fn delete<S: AgentStore>(
+    store: &S,
+    caller: &Principal,
+    name: &str,
+) -> Result<(), ApiError> {
+    let mut races = Races::new();
+    loop {
+        let current = store
+            .get_agent(&caller.namespace, name)
+            .await?
+            .ok_or_else(ApiError::no_agent)?;
+        match store.delete_agent(&current).await? {
+            WriteOutcome::Written => {
+                tracing::info!(service_id = %current.service_id, "agent deleted");
+                return Ok(());
+            }
+            WriteOutcome::Conflict | WriteOutcome::KeyUsed(_) => races.lost().await?,
+        }
+    }
+}
+
+/// A data plane report, applied to the agent it names if it is the newest of a deployment that
+/// agent runs; anything else is dropped (and said so).
+pub async fn apply_report<S: AgentStore>(
+    store: &S,
+    report: &StatusReport,
+) -> Result<ReportOutcome, StoreError> {
+    let mut races = Races::new();
+    loop {
+        let Some(agent) = store.get_agent(&report.namespace, &report.agent).await? else {
+            return Ok(ReportOutcome::UnknownAgent);
+        };
+        let now = rfc3339_millis(OffsetDateTime::now_utc());
+        let next = match agent.apply(report, &now) {
+            Ok(next) => next,
+            Err(Unapplied::Stale) => return Ok(ReportOutcome::Stale),
+            Err(Unapplied::NotCurrent) => {
+                let kept = store
+                    .get_deployment(&report.namespace, &agent.service_id, &report.deployment_id)
+                    .await?;
+                return Ok(match kept {
+                    Some(_) => ReportOutcome::Superseded,
+                    None => ReportOutcome::UnknownDeployment,
+                });
+            }
+        };
+        let change = Change::Status {
+            deployment_id: &report.deployment_id,
+        };
+        match store
+            .write_agent(agent.version, &next, change, None)
+            .await?
+        {
+            WriteOutcome::Written => return Ok(ReportOutcome::Applied),
+            WriteOutcome::Conflict | WriteOutcome::KeyUsed(_) => races.lost().await?,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_match_compares_strong_tags_or_takes_any() {
+        assert!(IfMatch::parse("*").allows("\"7\""));
+        assert!(IfMatch::parse("\"7\"").allows("\"7\""));
+        assert!(IfMatch::parse("\"6\", \"7\"").allows("\"7\""));
+        assert!(!IfMatch::parse("\"6\"").allows("\"7\""));
+        assert!(
+            !IfMatch::parse("W/\"7\"").allows("\"7\""),
+            "weak tags never match"
+        );
+        assert!(
+            !IfMatch::parse("7").allows("\"7\""),
+            "an unquoted tag is not the tag"
+        );
+        assert!(!IfMatch::parse("").allows("\"7\""));
+    }
+}

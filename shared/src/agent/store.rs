@@ -1,0 +1,109 @@
+//! The port agents are kept behind. Each method is one conditional write or one read; the
+//! read-modify-write loops over them live once, in [`super::lifecycle`], for every store.
+
+use std::future::Future;
+
+use super::record::{AgentRecord, DeploymentRecord};
+use crate::error::StoreError;
+use crate::idempotency::IdempotencyRecord;
+
+/// The result of writing a new agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateOutcome {
+    Created,
+    /// An agent of that name already exists in the account; nothing was written.
+    NameTaken,
+    /// The request's `Idempotency-Key` has a live record (an earlier or concurrent request with
+    /// that key got there first); nothing was written. The record is what it found.
+    KeyUsed(IdempotencyRecord),
+}
+
+/// What a write of an existing agent changes besides the agent itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// Its active deployment is new: kept in the agent's history.
+    NewDeployment,
+    /// The status of this deployment (the active or the serving one) changed: the history's copy
+    /// follows.
+    Status { deployment_id: &'a str },
+}
+
+/// The result of a conditional write of an existing agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteOutcome {
+    Written,
+    /// The agent is no longer the version it was read at (written since, or deleted); nothing
+    /// was written.
+    Conflict,
+    /// The `Idempotency-Key` has a live record; nothing was written.
+    KeyUsed(IdempotencyRecord),
+}
+
+/// One page of an account's agents, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentPage {
+    pub agents: Vec<AgentRecord>,
+    /// Whether agents follow the last one.
+    pub more: bool,
+}
+
+pub trait AgentStore: Send + Sync {
+    /// Writes the agent and its first deployment at once, or nothing when the name is taken.
+    /// With an `idempotency` record, writes it in the same transaction unless its key has a live
+    /// record already.
+    fn create_agent(
+        &self,
+        agent: &AgentRecord,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> impl Future<Output = Result<CreateOutcome, StoreError>> + Send;
+
+    /// The agent of that name in the namespace, read after every write that preceded the call.
+    fn get_agent(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<AgentRecord>, StoreError>> + Send;
+
+    /// A deployment kept in a service's history.
+    fn get_deployment(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        deployment_id: &str,
+    ) -> impl Future<Output = Result<Option<DeploymentRecord>, StoreError>> + Send;
+
+    /// Up to `limit` agents of the namespace by name, after the name `after`.
+    fn list_agents(
+        &self,
+        namespace: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> impl Future<Output = Result<AgentPage, StoreError>> + Send;
+
+    /// Replaces the agent with `next` (whose version is `read_version + 1`) if it is still at
+    /// `read_version`, together with what `change` says and the idempotency record, or writes
+    /// nothing.
+    fn write_agent(
+        &self,
+        read_version: u64,
+        next: &AgentRecord,
+        change: Change<'_>,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> impl Future<Output = Result<WriteOutcome, StoreError>> + Send;
+
+    /// Keeps the answer to a request that changed nothing (`Written`), unless its key has a live
+    /// record (`KeyUsed`).
+    fn record_answer(
+        &self,
+        namespace: &str,
+        record: &IdempotencyRecord,
+    ) -> impl Future<Output = Result<WriteOutcome, StoreError>> + Send;
+
+    /// Deletes the agent's deployments and idempotency records, then the agent itself if it is
+    /// still at `agent.version` (`Conflict` otherwise: a later write may have added to what was
+    /// deleted, so the caller reads again and repeats).
+    fn delete_agent(
+        &self,
+        agent: &AgentRecord,
+    ) -> impl Future<Output = Result<WriteOutcome, StoreError>> + Send;
+}

@@ -1,0 +1,45 @@
+//! What the events/ fixtures assume is stored, for the tests that feed them to the functions (on
+//! the in-memory store and, through `sam local invoke`, on DynamoDB Local). Feature
+//! `test-support` only.
+
+use crate::agent::{AgentRecord, AgentStore, ConfigChanges, CreateOutcome};
+use crate::auth::Principal;
+use crate::error::StoreError;
+
+/// The account the fixtures' authorizer context names for the dev agents.
+pub fn dev_owner() -> Principal {
+    Principal {
+        account_id: "dev".into(),
+        namespace: "dev-local".into(),
+    }
+}
+
+/// The active deployment of `demo-agent` that events/ingest-logs.json's stream and
+/// events/deployment-status.json name.
+pub const DEMO_DEPLOYMENT_ID: &str = "4b1d6c0e-2f55-4c39-9d0e-8a2b9c7e1f00";
+
+/// The agents of the fixtures, in `dev-local`: `demo-agent` (read, reported on, logged to),
+/// `video-bot` (updated) and `old-bot` (deleted), each apart so that the fixtures can run in any
+/// order.
+pub async fn seed_fixture_agents<S: AgentStore>(store: &S) -> Result<Vec<AgentRecord>, StoreError> {
+    let mut seeded = Vec::new();
+    for name in ["demo-agent", "video-bot", "old-bot"] {
+        let body = serde_json::json!({"serviceName": name, "image": "ghcr.io/acme/demo-agent:1.0"});
+        let (name, config) = ConfigChanges::from_json(body)
+            .and_then(ConfigChanges::into_new_agent)
+            .map_err(|error| StoreError::Unexpected(error.to_string().into()))?;
+        let mut agent = AgentRecord::new(&dev_owner(), &name, config, "2026-11-22T19:00:00.000Z");
+        if name == "demo-agent" {
+            agent.active.deployment.id = DEMO_DEPLOYMENT_ID.to_owned();
+        }
+        match store.create_agent(&agent, None).await? {
+            CreateOutcome::Created => seeded.push(agent),
+            other => {
+                return Err(StoreError::Unexpected(
+                    format!("seeding {name}: {other:?}").into(),
+                ));
+            }
+        }
+    }
+    Ok(seeded)
+}
