@@ -2,8 +2,11 @@
 """Prints a CloudWatch Logs subscription event (awslogs.data: base64 of gzip of JSON) with a few
 CRI and plain lines stamped just now, for an agent's log group:
 
-    scripts/demo-logs-event.py NAMESPACE AGENT [DEPLOYMENT_ID/SESSION_ID] > event.json
+    scripts/demo-logs-event.py NAMESPACE AGENT DEPLOYMENT_ID[/SESSION_ID] > event.json
     cargo lambda invoke ingest-logs --data-file event.json
+
+The deployment must be one the agent ran (its activeDeploymentId, say): lines of any other are
+dropped by the ingest function.
 """
 import base64
 import gzip
@@ -11,8 +14,9 @@ import json
 import sys
 import time
 
-namespace, agent = sys.argv[1], sys.argv[2]
-stream = sys.argv[3] if len(sys.argv) > 3 else "demo-deployment/demo-session"
+if len(sys.argv) != 4:
+    sys.exit(__doc__)
+namespace, agent, stream = sys.argv[1], sys.argv[2], sys.argv[3]
 now_ns = time.time_ns()
 texts = [
     ("stdout", "agent starting, version 1.0"),

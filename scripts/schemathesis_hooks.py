@@ -7,6 +7,11 @@ hook drops such a failure only when the request really breaks one of those rules
 is the contract's 400 naming exactly that rule's field; any other rejection still fails the run.
 The rules themselves are tested in tests/ (logs.rs, create_agent.rs) and in the unit tests.
 
+An `If-Match` names a version (ETag) the service issued, as a cursor is a token it issued: a
+generated one names no version of the agent, and the contract answers 412 PRECONDITION_FAILED.
+The hook drops that 412 only for a request that sent If-Match (the 412 itself is tested in
+tests/tests/lifecycle.rs and events/update-agent-stale-if-match.json).
+
 Likewise an `Idempotency-Key` is bound to the first body sent with it (24 hours): a later request
 with that key and another body is a 422 by the contract of the header. The hook remembers the
 first body of every key that got a 201, and drops the 422 only when the body really differs.
@@ -115,10 +120,7 @@ def _canonical(body) -> str:
 
 
 def _idempotency_key(case):
-    for name, value in (case.headers or {}).items():
-        if name.lower() == "idempotency-key":
-            return value
-    return None
+    return _header(case, "idempotency-key")
 
 
 _VALID_KEY = re.compile(r"[!-~]{1,255}")
@@ -142,6 +144,27 @@ def after_call(context, case, response) -> None:
     key = _idempotency_key(case)
     if key is not None and response.status_code == 201 and key not in _first_body_of_key:
         _first_body_of_key[key] = _canonical(case.body)
+
+
+def _header(case, wanted: str):
+    for name, value in (case.headers or {}).items():
+        if name.lower() == wanted:
+            return value
+    return None
+
+
+def _is_generated_if_match(failure, case, response) -> bool:
+    if failure.code != "ST202" or response.status_code != 412:
+        return False
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return False
+    return (
+        isinstance(body, dict)
+        and body.get("code") == "PRECONDITION_FAILED"
+        and _header(case, "if-match") is not None
+    )
 
 
 def _is_reused_idempotency_key(failure, case, response) -> bool:
@@ -174,6 +197,8 @@ def filter_failure(context, failure, case, response) -> bool:
         return _record_drop(case, failure, "cargo lambda watch refused a non-UTF-8 body or header")
     if _is_reused_idempotency_key(failure, case, response):
         return _record_drop(case, failure, "422 for an Idempotency-Key reused with another body")
+    if _is_generated_if_match(failure, case, response):
+        return _record_drop(case, failure, "412 for an If-Match the service never issued")
     if failure.code != "ST202" or response.status_code != 400:
         return True
     try:

@@ -29,7 +29,10 @@ status=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$STACK_API_URL/agents" 
   -H "Authorization: Bearer $key" -H "Content-Type: application/json" \
   -d '{"serviceName":"demo-agent","image":"ghcr.io/acme/demo-agent:1.0"}')
 echo "demo-agent: $status (201 created, 409 already there)"
-scripts/demo-logs-event.py dev-local demo-agent >.local/demo-logs-event.json
+# Lines belong to a deployment the agent ran: its active one.
+deployment=$(curl -s "$STACK_API_URL/agents/demo-agent" -H "Authorization: Bearer $key" \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["activeDeploymentId"])')
+scripts/demo-logs-event.py dev-local demo-agent "$deployment/demo-session" >.local/demo-logs-event.json
 stack_invoke "$STACK_INGEST_FUNCTION" .local/demo-logs-event.json >/dev/null && echo "demo log lines ingested"
 
 cat <<INFO

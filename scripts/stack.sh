@@ -4,7 +4,9 @@
 #          function checks the key itself)
 #   sam    the template as deployed, through sam local: start-api emulates the HTTP API with its
 #          Lambda authorizer, start-lambda serves Lambda's Invoke API for functions without a
-#          route (ingest-logs), each function in its container as template.yaml declares it
+#          route (ingest-logs, deployment-status), each function in its container as
+#          template.yaml declares it
+# Either way the development data plane (stack_data_plane) runs beside them.
 # Whatever these functions start is stopped when the sourcing script exits (Ctrl-C included).
 #
 # After stack_watch or stack_sam, a stack is described by:
@@ -123,10 +125,23 @@ stack_host_triple() {
   rustc -vV | sed -n 's/^host: //p'
 }
 
+# stack_data_plane NAMES: the development data plane (devplane/, a simulation): template.yaml's
+# pipes on DynamoDB Local's stream of the agents table, each requested deployment reported ready
+# after DEV_READY_AFTER_MS (2000), through the stack's Invoke API; NAMES says how that API names
+# the functions (binary for cargo lambda watch, logical for sam).
+stack_data_plane() {
+  local names=$1 log="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.log"
+  (cd "$stack_root" && cargo build --quiet -p dev-data-plane)
+  (cd "$stack_root" && exec target/debug/dev-data-plane --invoke-url "$STACK_LAMBDA_URL" \
+    --function-names "$names" --ready-after-ms "${DEV_READY_AFTER_MS:-2000}") >"$log" 2>&1 &
+  stack_pids+=("$!")
+  STACK_LOGS+=("$log")
+}
+
 # stack_watch PORT: the functions behind cargo lambda watch's router on PORT.
 stack_watch() {
   local port=$1 log="$stack_root/.local/watch-$1.log"
-  "$stack_root/scripts/local.sh" cargo-lambda
+  stack_build_functions "$(uname -m | sed 's/aarch64/arm64/')"
   mkdir -p "$stack_root/.local"
   (cd "$stack_root" && exec "$stack_root/.local/venv/bin/cargo-lambda" lambda watch --quiet \
     --target "$(stack_host_triple)" --invoke-address 127.0.0.1 --invoke-port "$port" \
@@ -139,6 +154,7 @@ stack_watch() {
   stack_wait_for "http://127.0.0.1:$port/" "cargo lambda watch" "$!" "$log"
   export STACK_API_URL="http://127.0.0.1:$port/v1" STACK_LAMBDA_URL="http://127.0.0.1:$port"
   export STACK_INGEST_FUNCTION=ingest-logs STACK_GATEWAY=none
+  stack_data_plane binary
 }
 
 # The architecture sam local runs the functions as: the host's by default (SAM_LOCAL_ARCH=arm64
@@ -172,27 +188,40 @@ stack_sam_serve() {
   stack_sam_logs+=("$log")
 }
 
-# stack_sam_build ARCH: every function of template.yaml in one cargo invocation (debug profile,
-# the units cargo lambda watch builds), then `sam build` on the template as it deploys, whose
-# per-function `cargo lambda build` finds them built and copies them into .local/sam-build.
-# (A subshell: the build's variables stay out of the caller's later cargo commands.)
-stack_sam_build() (
-  local arch=$1 binaries cargo_args=()
+# The variables of a build of the functions for ARCH (x86_64 or arm64): the host's architecture
+# with plain cargo, the other with zig and Debian's rustc (its standard library for arm64).
+stack_build_env() {
+  local arch=$1
   "$stack_root/scripts/local.sh" cargo-lambda
-  "$stack_root/scripts/local.sh" sam-tools
   export PATH="$stack_root/.local/venv/bin:$PATH"
   if [ "$arch" = "$(uname -m | sed 's/aarch64/arm64/')" ]; then
     export CARGO_LAMBDA_COMPILER=cargo
-    [ "$arch" = x86_64 ] || cargo_args+=(--arm64)
   else
-    # Cross: zig links, Debian's rustc brings the other architecture's standard library.
     "$stack_root/scripts/local.sh" arm64-toolchain
     export RUSTC=/usr/bin/rustc
-    cargo_args+=(--arm64)
   fi
+}
+
+# stack_build_functions ARCH: every function of template.yaml in one cargo invocation, debug
+# profile: the units cargo lambda watch runs, and the ones sam build copies. Built before a
+# server starts, so that no request waits for a compilation.
+# (A subshell: the build's variables stay out of the caller's later cargo commands.)
+stack_build_functions() (
+  local arch=$1 binaries cargo_args=()
+  stack_build_env "$arch"
+  [ "$arch" = x86_64 ] || cargo_args+=(--arm64)
   binaries=$(awk '/^ *Binary:/ {print "--bin=" $2}' "$stack_root/template.yaml")
   # shellcheck disable=SC2086 # one --bin=NAME per word
-  (cd "$stack_root" && cargo lambda build --quiet "${cargo_args[@]}" $binaries)
+  cd "$stack_root" && cargo lambda build --quiet "${cargo_args[@]}" $binaries
+)
+
+# stack_sam_build ARCH: the functions, then `sam build` on the template as it deploys, whose
+# per-function `cargo lambda build` finds them built and copies them into .local/sam-build.
+stack_sam_build() (
+  local arch=$1
+  stack_build_functions "$arch"
+  "$stack_root/scripts/local.sh" sam-tools
+  stack_build_env "$arch"
   SAM_BUILD_MODE=debug stack_sam_cli build --config-env local \
     --parameter-overrides "Architecture=$arch" >"$stack_root/.local/sam-build.log" 2>&1 \
     || { tail -n 40 "$stack_root/.local/sam-build.log" >&2; exit 1; }
@@ -230,6 +259,7 @@ stack_sam() {
   export STACK_API_URL="http://127.0.0.1:$port/v1" STACK_LAMBDA_URL="http://127.0.0.1:$invoke_port"
   export STACK_INGEST_FUNCTION=IngestLogsFunction STACK_GATEWAY=sam-http-api STACK_SAM_ARCH=$arch
   export STACK_SAM_ENV_FILE=$env_file
+  stack_data_plane logical
 }
 
 # stack_invoke FUNCTION FILE: the function's answer to the event in FILE, through the stack's

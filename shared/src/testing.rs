@@ -43,3 +43,19 @@ pub async fn seed_fixture_agents<S: AgentStore>(store: &S) -> Result<Vec<AgentRe
     }
     Ok(seeded)
 }
+
+/// The event of `events/{name}`, as API Gateway hands it to a function.
+pub fn fixture_request(name: &str) -> lambda_http::Request {
+    let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// An in-memory store holding what the fixtures assume ([`seed_fixture_agents`]).
+pub async fn seeded_memory_store() -> crate::store::memory::MemoryStore {
+    let store = crate::store::memory::MemoryStore::default();
+    seed_fixture_agents(&store)
+        .await
+        .unwrap_or_else(|e| panic!("seeding the fixtures' agents: {e}"));
+    store
+}

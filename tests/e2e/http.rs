@@ -113,7 +113,7 @@ async fn bad_creates_get_the_contracts_error_and_write_nothing() {
         })
         .await;
     assert_eq!(put.status, 405);
-    assert_eq!(put.header("allow"), Some("POST"));
+    assert_eq!(put.header("allow"), Some("GET, POST"));
 
     // None of them made an agent: their names have no logs to read.
     for name in ["typo-bot", "large-bot", "put-bot"] {
@@ -200,16 +200,15 @@ struct Lines {
     deployment_b: String,
 }
 
-fn lines(deployment_a: &str) -> Lines {
+fn lines(deployment_a: &str, deployment_b: &str) -> Lines {
     let first_second = time::OffsetDateTime::now_utc().unix_timestamp() - 3600;
-    let deployment_b = uuid::Uuid::new_v4().to_string();
     let mut batches: Vec<(String, Vec<Event>)> = Vec::new();
     let mut ascending = Vec::new();
     for line in &LOGGED {
         let deployment = if line.deployment == 'a' {
             deployment_a
         } else {
-            &deployment_b
+            deployment_b
         };
         let stream = match line.session {
             Some(session) => format!("{deployment}/{session}"),
@@ -248,16 +247,24 @@ fn lines(deployment_a: &str) -> Lines {
             .collect(),
         first_second,
         deployment_a: deployment_a.to_owned(),
-        deployment_b,
+        deployment_b: deployment_b.to_owned(),
     }
 }
 
-/// An agent of a new account with the eight lines, ingested through the ingest function.
+/// An agent of a new account with two deployments (created, then updated to a new image) and
+/// the eight lines, ingested through the ingest function.
 async fn agent_with_lines(stack: &Stack, account: &str) -> (ApiKey, Lines) {
     let (owner, key) = stack.account(account).await;
     let created = stack.create(&key, &agent_body("chatty")).await;
     assert_eq!(created.status, 201, "{:?}", created.body);
-    let lines = lines(created.body["activeDeploymentId"].as_str().unwrap());
+    let updated = stack
+        .update(&key, "chatty", &json!({"image": "ghcr.io/acme/agent:2.0"}))
+        .await;
+    assert_eq!(updated.status, 200, "{:?}", updated.body);
+    let lines = lines(
+        created.body["activeDeploymentId"].as_str().unwrap(),
+        updated.body["activeDeploymentId"].as_str().unwrap(),
+    );
     for (stream, events) in &lines.batches {
         let report = stack
             .ingest(&owner.namespace, "chatty", stream, events)
@@ -615,4 +622,140 @@ async fn missing_malformed_unknown_and_revoked_keys_are_refused_on_every_route()
     );
     let logs = stack.logs(&key, "guarded", &[]).await;
     assert_denied(&stack, "GET logs, a revoked key", Denial::RefusedKey, &logs);
+}
+
+/// GET of the agent until `done` says it is, as a deploy tool polls (the development data plane
+/// reports after DEV_READY_AFTER_MS).
+async fn poll(stack: &Stack, key: &ApiKey, name: &str, done: impl Fn(&Value) -> bool) -> Answer {
+    for _ in 0..240 {
+        let answer = stack.get(key, name).await;
+        assert_eq!(answer.status, 200, "{:?}", answer.body);
+        if done(&answer.body) {
+            return answer;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    panic!(
+        "{name} never got there: {:?}",
+        stack.get(key, name).await.body
+    );
+}
+
+#[tokio::test]
+async fn a_deploy_tools_flow_through_the_stack_and_its_data_plane() {
+    let stack = stack();
+    let (_, key) = stack.account("deployer").await;
+
+    // GET 404 means "create"; then poll until (ready and activeDeploymentReady).
+    let missing = stack.get(&key, "voice-bot").await;
+    assert_eq!(
+        (missing.status, &missing.body["code"]),
+        (404, &json!("NOT_FOUND"))
+    );
+    let created = stack.create(&key, &agent_body("voice-bot")).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    assert!(created.header("etag").is_some());
+    let ready = poll(&stack, &key, "voice-bot", |agent| {
+        agent["ready"] == true && agent["activeDeploymentReady"] == true
+    })
+    .await;
+    assert_eq!(
+        ready.body["activeDeploymentId"],
+        created.body["activeDeploymentId"]
+    );
+    assert_eq!(ready.body["errors"], json!([]));
+
+    // A new image: a new active deployment, ready in its turn.
+    let updated = stack
+        .update(
+            &key,
+            "voice-bot",
+            &json!({"image": "ghcr.io/acme/agent:2.0"}),
+        )
+        .await;
+    assert_eq!(updated.status, 200, "{:?}", updated.body);
+    let second = updated.body["activeDeploymentId"].clone();
+    assert_ne!(second, created.body["activeDeploymentId"]);
+    let settled = poll(&stack, &key, "voice-bot", |agent| {
+        agent["activeDeploymentId"] == second && agent["activeDeploymentReady"] == true
+    })
+    .await;
+
+    // The same again: success, and nothing new (the same version and deployment).
+    let again = stack
+        .update(
+            &key,
+            "voice-bot",
+            &json!({"serviceName": "voice-bot", "image": "ghcr.io/acme/agent:2.0"}),
+        )
+        .await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.body["activeDeploymentId"], second);
+    assert_eq!(again.header("etag"), settled.header("etag"));
+
+    // An image the development data plane fails (tag ending in -fail): errors show it, and the
+    // agent keeps serving from the ready deployment.
+    let failing = stack
+        .update(
+            &key,
+            "voice-bot",
+            &json!({"image": "ghcr.io/acme/agent:3.0-fail"}),
+        )
+        .await;
+    assert_eq!(failing.status, 200);
+    let failed = poll(&stack, &key, "voice-bot", |agent| {
+        agent["errors"]
+            .as_array()
+            .is_some_and(|errors| !errors.is_empty())
+    })
+    .await;
+    assert_eq!(failed.body["errors"][0]["code"], "ImagePullBackOff");
+    assert_eq!(
+        (
+            failed.body["ready"].clone(),
+            failed.body["activeDeploymentReady"].clone()
+        ),
+        (json!(true), json!(false))
+    );
+
+    // Another account: 404 on every route of the agent, and not in its list.
+    let (_, other) = stack.account("other").await;
+    for method in [Method::GET, Method::POST, Method::DELETE] {
+        let answer = stack
+            .call(
+                method.clone(),
+                "/agents/voice-bot",
+                Some(&bearer(&other)),
+                |r| r.json(&json!({"image": "x"})),
+            )
+            .await;
+        assert_eq!(answer.status, 404, "{method}: {:?}", answer.body);
+    }
+    let listed = stack
+        .call(Method::GET, "/agents", Some(&bearer(&other)), |r| r)
+        .await;
+    assert_eq!(
+        (listed.status, listed.body.clone()),
+        (200, json!({"services": []}))
+    );
+    let listed = stack
+        .call(Method::GET, "/agents", Some(&bearer(&key)), |r| r)
+        .await;
+    assert_eq!(listed.body["services"][0]["name"], "voice-bot");
+
+    // Deleted: 404 after, and for its logs.
+    let deleted = stack
+        .call(
+            Method::DELETE,
+            "/agents/voice-bot",
+            Some(&bearer(&key)),
+            |r| r,
+        )
+        .await;
+    assert_eq!(
+        (deleted.status, deleted.body),
+        (200, json!({"status": "OK"}))
+    );
+    assert_eq!(stack.get(&key, "voice-bot").await.status, 404);
+    assert_eq!(stack.logs(&key, "voice-bot", &[]).await.status, 404);
 }

@@ -228,6 +228,46 @@ pub async fn update(
     parts(update_agent::handle(&store.store, &store.store, request).await)
 }
 
+/// A GET, POST (update) or DELETE of `/v1/agents/{agent}`, or a GET of `/v1/agents` when
+/// `agent` is empty, through the function serving it: status, headers and body.
+pub async fn call(
+    store: &TestStore,
+    key: &ApiKey,
+    method: &str,
+    agent: &str,
+    body: Option<&serde_json::Value>,
+) -> (u16, http::HeaderMap, serde_json::Value) {
+    let s = &store.store;
+    let request = agent_request(method, key, agent, body);
+    let response = match (method, agent) {
+        ("GET", "") => {
+            let mut request = request;
+            *request.uri_mut() = "https://api.example.com/v1/agents".parse().unwrap();
+            list_agents::handle(s, s, request).await
+        }
+        ("GET", _) => get_agent::handle(s, s, request).await,
+        ("POST", _) => update_agent::handle(s, s, request).await,
+        ("DELETE", _) => delete_agent::handle(s, s, request).await,
+        (other, _) => panic!("no function serves {other}"),
+    };
+    let headers = response.headers().clone();
+    let (status, body) = parts(response);
+    (status, headers, body)
+}
+
+/// A `Deployment Status` report through the status function, as the rule delivers it.
+pub async fn report(store: &TestStore, detail: serde_json::Value) -> shared::agent::ReportOutcome {
+    let event = serde_json::json!({
+        "version": "0", "id": uuid::Uuid::new_v4().to_string(),
+        "detail-type": "Deployment Status", "source": "agent-hosting.data-plane",
+        "account": "123456789012", "time": "2026-11-23T10:00:00Z", "region": "us-east-1",
+        "resources": [], "detail": detail
+    });
+    deployment_status::handle(&store.store, serde_json::from_value(event).unwrap())
+        .await
+        .unwrap()
+}
+
 /// Creates agent `name` and deploys it again until it has had `count` deployments (a new image
 /// each time, through the update handler); their ids, oldest first.
 pub async fn agent_with_deployments(

@@ -214,6 +214,28 @@ impl Stack {
         .await
     }
 
+    /// GET /agents/{agent}.
+    pub async fn get(&self, key: &ApiKey, agent: &str) -> Answer {
+        self.call(
+            reqwest::Method::GET,
+            &format!("/agents/{agent}"),
+            Some(&bearer(key)),
+            |request| request,
+        )
+        .await
+    }
+
+    /// POST /agents/{agent} (an update) with a JSON body.
+    pub async fn update(&self, key: &ApiKey, agent: &str, body: &Value) -> Answer {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/agents/{agent}"),
+            Some(&bearer(key)),
+            |request| request.json(body),
+        )
+        .await
+    }
+
     /// GET /agents/{agent}/logs with `params`.
     pub async fn logs(&self, key: &ApiKey, agent: &str, params: &[(&str, String)]) -> Answer {
         self.logs_as(Some(&bearer(key)), agent, params).await

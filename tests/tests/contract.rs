@@ -30,20 +30,23 @@ fn openapi_routes(document: &Value) -> BTreeSet<(String, String)> {
     routes
 }
 
-/// Methods a client may send; the gateway's `ANY` routes and the router take them all.
-const METHODS: [&str; 8] = [
-    "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE",
-];
+/// The methods an API Gateway route can name (its `ANY` stands for all of them).
+const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+
+/// Methods no API Gateway route can name (the gateway refuses them itself); cargo lambda watch
+/// routes them too, to the function that answers the path's other methods 405.
+const NON_GATEWAY_METHODS: [&str; 2] = ["TRACE", "QUERY"];
 
 /// (path, method) → the function (binary) that receives it.
 type Routing = std::collections::BTreeMap<(String, String), String>;
 
-/// How template.yaml's HTTP API routes every method of every path: a method's own route, else the
-/// path's `ANY` route.
+/// How template.yaml's HTTP API routes every method of every path: a method's own route, or the
+/// `ANY` route of a path that one function serves whole. `ANY` beside method routes of another
+/// function is refused: API Gateway prefers the method route, but sam local lets whichever it
+/// mounts last win, so `make sam-local` would send an update to the wrong function.
 fn template_routing() -> Routing {
     let template: serde_yaml::Value = serde_yaml::from_str(&read("template.yaml")).unwrap();
-    let mut own = Routing::new();
-    let mut any = std::collections::BTreeMap::new();
+    let mut routing = Routing::new();
     for (_, resource) in template["Resources"].as_mapping().unwrap() {
         if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
             continue;
@@ -59,29 +62,18 @@ fn template_routing() -> Routing {
                 continue;
             }
             let path = event["Properties"]["Path"].as_str().unwrap().to_owned();
-            match event["Properties"]["Method"].as_str().unwrap() {
-                "ANY" => assert!(
-                    any.insert(path.clone(), binary.to_owned()).is_none(),
-                    "{path}: one ANY route"
-                ),
-                method => assert!(
-                    own.insert((path.clone(), method.to_owned()), binary.to_owned())
-                        .is_none(),
-                    "{method} {path}: one route"
-                ),
+            let methods = match event["Properties"]["Method"].as_str().unwrap() {
+                "ANY" => METHODS.to_vec(),
+                method => vec![method],
+            };
+            for method in methods {
+                let earlier = routing.insert((path.clone(), method.to_owned()), binary.to_owned());
+                assert!(
+                    earlier.is_none_or(|earlier| earlier == binary),
+                    "{method} {path}: one function (an ANY route only on a path one function serves)"
+                );
             }
         }
-    }
-    let mut routing = Routing::new();
-    for (path, fallback) in &any {
-        for method in METHODS {
-            let key = (path.clone(), method.to_owned());
-            let function = own.get(&key).unwrap_or(fallback).clone();
-            routing.insert(key, function);
-        }
-    }
-    for (key, function) in own {
-        routing.entry(key).or_insert(function);
     }
     routing
 }
@@ -97,8 +89,8 @@ fn watch_routing() -> Routing {
     for (path, route) in router {
         match route {
             toml::Value::String(function) => {
-                for method in METHODS {
-                    routing.insert((path.clone(), method.to_owned()), function.clone());
+                for method in METHODS.iter().chain(&NON_GATEWAY_METHODS) {
+                    routing.insert((path.clone(), (*method).to_owned()), function.clone());
                 }
             }
             toml::Value::Array(routes) => {
@@ -120,7 +112,29 @@ fn watch_routing() -> Routing {
 #[test]
 fn routes_agree_across_router_template_and_openapi() {
     let gateway = template_routing();
-    let watch = watch_routing();
+    let mut watch = watch_routing();
+    let non_gateway: Routing = watch
+        .extract_if(.., |(_, method), _| {
+            NON_GATEWAY_METHODS.contains(&method.as_str())
+        })
+        .collect();
+    for ((path, method), function) in &non_gateway {
+        assert_eq!(
+            Some(function),
+            watch.get(&(path.clone(), "OPTIONS".to_owned())),
+            "{method} {path}: the function that answers the path's other methods 405"
+        );
+    }
+    assert_eq!(
+        non_gateway.len(),
+        NON_GATEWAY_METHODS.len()
+            * watch
+                .keys()
+                .map(|(path, _)| path)
+                .collect::<BTreeSet<_>>()
+                .len(),
+        "cargo lambda watch routes every non-gateway method on every path"
+    );
     assert_eq!(
         watch, gateway,
         "Cargo.toml's router and template.yaml differ"
@@ -165,6 +179,37 @@ fn routes_agree_across_router_template_and_openapi() {
             ("GET".to_owned(), "/v1/agents/{agentName}/logs".to_owned()),
         ])
     );
+}
+
+/// Every gateway event in events/ carries the route key of the template route that sends its
+/// request (its own method, never an `ANY` the template no longer has), so that what the
+/// fixtures show is what the deployed gateway sends.
+#[test]
+fn fixtures_name_the_route_the_template_gives_their_request() {
+    let routing = template_routing();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../events");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let Some(route_key) = event["requestContext"]["routeKey"].as_str() else {
+            continue;
+        };
+        let (method, route) = route_key.split_once(' ').unwrap();
+        assert_eq!(
+            Some(method),
+            event["requestContext"]["http"]["method"].as_str(),
+            "{}: the route key names the request's method",
+            path.display()
+        );
+        assert!(
+            routing.contains_key(&(route.to_owned(), method.to_owned())),
+            "{}: {route_key} is not a route of template.yaml",
+            path.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 20, "the gateway events of events/ ({checked})");
 }
 
 /// Validates `body` against the schema openapi.yaml gives `operation`'s `status` response.

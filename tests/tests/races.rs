@@ -153,3 +153,75 @@ async fn concurrent_different_bodies_with_one_key_land_once() {
     );
     assert_eq!(store.namespace_items(&caller.namespace).await, 3);
 }
+
+/// Fifty updates of one agent at once, each with its own image: each is applied to the version it
+/// read or retried on the newer one, so none is lost: fifty new deployments are kept, the active
+/// one is one of them, and reading the agent agrees with the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_updates_of_one_agent_are_all_kept() {
+    let store = Arc::new(TestStore::new().await);
+    let (caller, key) = store.account_with_key("acme").await;
+    let created = integration_tests::create_named_agent(&store, &key, "contested").await;
+    let tasks: Vec<_> = (0..CALLERS)
+        .map(|i| {
+            let store = store.clone();
+            let request = integration_tests::agent_request(
+                "POST",
+                &key,
+                "contested",
+                Some(&json!({"image": format!("ghcr.io/acme/agent:2.{i}")})),
+            );
+            tokio::spawn(
+                async move { update_agent::handle(&store.store, &store.store, request).await },
+            )
+        })
+        .collect();
+    let mut deployed = std::collections::BTreeSet::new();
+    for task in tasks {
+        let (status, body) = parts(task.await.unwrap());
+        assert_eq!(status, 200, "{body}");
+        deployed.insert(body["activeDeploymentId"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        deployed.len(),
+        CALLERS,
+        "each update made its own deployment"
+    );
+
+    let agent = store
+        .store
+        .get_agent(&caller.namespace, "contested")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        agent.version,
+        1 + CALLERS as u64,
+        "every update was written once"
+    );
+    assert!(deployed.contains(&agent.active.deployment.id));
+    for id in deployed
+        .iter()
+        .chain([created["activeDeploymentId"].as_str().unwrap().to_owned()].iter())
+    {
+        assert!(
+            store
+                .store
+                .get_deployment(&caller.namespace, &agent.service_id, id)
+                .await
+                .unwrap()
+                .is_some(),
+            "deployment {id} is kept"
+        );
+    }
+    assert_eq!(
+        store.namespace_items(&caller.namespace).await,
+        1 + 1 + CALLERS,
+        "the agent and 51 deployments"
+    );
+    let (status, headers, body) =
+        integration_tests::call(&store, &key, "GET", "contested", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(body, serde_json::to_value(agent.view()).unwrap());
+    assert_eq!(headers["etag"], agent.etag().as_str());
+}

@@ -182,7 +182,7 @@ async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
         30,
         log_data(
             &format!("/agent-hosting/{}/support-bot", bob.namespace),
-            "bob-deployment",
+            bob_agent["activeDeploymentId"].as_str().unwrap(),
             &[("9".repeat(56), now_millis(), "bob's own line".to_owned())],
         ),
     )

@@ -78,11 +78,7 @@ mod tests {
 
     const SETTINGS: Settings = Settings { retention_days: 30 };
 
-    fn event(name: &str) -> Request {
-        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
+    use shared::testing::fixture_request as event;
 
     /// The demo agent with lines at the fixtures' times (2026-11-22T19:00:00Z and on).
     async fn demo_store() -> MemoryStore {

@@ -61,11 +61,7 @@ mod tests {
     use shared::auth::Principal;
     use shared::store::memory::MemoryStore;
 
-    fn event(name: &str) -> Request {
-        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
+    use shared::testing::fixture_request as event;
 
     /// The principal the fixtures' authorizer context names.
     fn fixture_caller() -> Principal {

@@ -50,11 +50,7 @@ mod tests {
     use shared::store::memory::MemoryStore;
     use shared::testing::seed_fixture_agents;
 
-    fn event(name: &str) -> Request {
-        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
+    use shared::testing::fixture_request as event;
 
     #[tokio::test]
     async fn an_agent_and_its_history_are_gone_and_a_second_delete_is_404() {

@@ -45,20 +45,11 @@ mod tests {
 
     use super::*;
     use serde_json::Value;
-    use shared::store::memory::MemoryStore;
-    use shared::testing::{DEMO_DEPLOYMENT_ID, seed_fixture_agents};
+    use shared::testing::DEMO_DEPLOYMENT_ID;
 
-    fn event(name: &str) -> Request {
-        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
+    use shared::testing::fixture_request as event;
 
-    async fn seeded() -> MemoryStore {
-        let store = MemoryStore::default();
-        seed_fixture_agents(&store).await.unwrap();
-        store
-    }
+    use shared::testing::seeded_memory_store as seeded;
 
     #[tokio::test]
     async fn an_agent_is_answered_with_its_etag_and_errors() {

@@ -67,19 +67,10 @@ mod tests {
     use lambda_http::http::HeaderValue;
     use serde_json::{Value, json};
     use shared::store::memory::MemoryStore;
-    use shared::testing::seed_fixture_agents;
 
-    fn event(name: &str) -> Request {
-        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
+    use shared::testing::fixture_request as event;
 
-    async fn seeded() -> MemoryStore {
-        let store = MemoryStore::default();
-        seed_fixture_agents(&store).await.unwrap();
-        store
-    }
+    use shared::testing::seeded_memory_store as seeded;
 
     fn with_body(mut request: Request, body: Value) -> Request {
         *request.body_mut() = Body::Text(body.to_string());

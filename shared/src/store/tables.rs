@@ -4,7 +4,8 @@
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TimeToLiveSpecification,
 };
 
 use super::dynamodb::classify;
@@ -21,6 +22,8 @@ pub struct TableSpec {
     pub ttl_attribute: Option<&'static str>,
     /// Global secondary indexes (projection ALL), each on string keys.
     pub indexes: &'static [IndexSpec],
+    /// Whether the table has a stream (new and old images): what the pipes read.
+    pub stream: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -52,6 +55,8 @@ pub const AGENTS: TableSpec = TableSpec {
     // Idempotency-Key records expire after 24 hours.
     ttl_attribute: Some("expiresAt"),
     indexes: &[],
+    // New deployments and deleted agents are published from it (template.yaml's pipes).
+    stream: true,
 };
 
 /// Accounts, namespace claims and API key hashes.
@@ -62,6 +67,7 @@ pub const ACCOUNTS: TableSpec = TableSpec {
     sort_key: "sk",
     ttl_attribute: None,
     indexes: &[],
+    stream: false,
 };
 
 /// Log lines, time-keyed per agent, with an index per deployment and per session.
@@ -83,6 +89,7 @@ pub const LOGS: TableSpec = TableSpec {
             sort_key: "sk",
         },
     ],
+    stream: false,
 };
 
 pub const ALL: &[&TableSpec] = &[&AGENTS, &ACCOUNTS, &LOGS];
@@ -145,6 +152,15 @@ pub async fn create_table(
                 .map_err(|e| StoreError::Unexpected(e.into()))?,
         );
     }
+    if spec.stream {
+        request = request.stream_specification(
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::NewAndOldImages)
+                .build()
+                .map_err(|e| StoreError::Unexpected(e.into()))?,
+        );
+    }
     let result = request.send().await;
     match result {
         Ok(_) => {}
@@ -153,6 +169,9 @@ pub async fn create_table(
                 .as_service_error()
                 .is_some_and(|e| e.is_resource_in_use_exception()) =>
         {
+            if spec.stream {
+                ensure_stream(client, name).await?;
+            }
             return Ok(false);
         }
         Err(error) => return Err(classify(error)),
@@ -173,6 +192,36 @@ pub async fn create_table(
             .map_err(classify)?;
     }
     Ok(true)
+}
+
+/// Turns the stream on for a table made before it had one (a local store kept across versions).
+async fn ensure_stream(client: &Client, name: &str) -> Result<(), StoreError> {
+    let table = client
+        .describe_table()
+        .table_name(name)
+        .send()
+        .await
+        .map_err(classify)?;
+    let enabled = table
+        .table()
+        .and_then(|table| table.stream_specification())
+        .is_some_and(|stream| stream.stream_enabled());
+    if !enabled {
+        client
+            .update_table()
+            .table_name(name)
+            .stream_specification(
+                StreamSpecification::builder()
+                    .stream_enabled(true)
+                    .stream_view_type(StreamViewType::NewAndOldImages)
+                    .build()
+                    .map_err(|e| StoreError::Unexpected(e.into()))?,
+            )
+            .send()
+            .await
+            .map_err(classify)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -250,6 +299,15 @@ mod tests {
                     declared["Projection"]["ProjectionType"].as_str(),
                     Some("ALL")
                 );
+            }
+            let stream = &properties["StreamSpecification"]["StreamViewType"];
+            match spec.stream {
+                true => assert_eq!(stream.as_str(), Some("NEW_AND_OLD_IMAGES")),
+                false => assert!(
+                    stream.is_null(),
+                    "{} has no stream in code",
+                    spec.logical_id
+                ),
             }
             let ttl = &properties["TimeToLiveSpecification"];
             match spec.ttl_attribute {

@@ -1,0 +1,8 @@
+//! The development data plane (contract section 7, locally): template.yaml's pipes run on
+//! DynamoDB Local's stream of the agents table (`pipes`, `stream`), and a simulated cluster that
+//! answers each requested deployment with the reports a cluster would send (`cluster`), delivered
+//! by the bus's rule to the status function through Lambda's Invoke API.
+
+pub mod cluster;
+pub mod pipes;
+pub mod stream;

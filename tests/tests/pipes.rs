@@ -1,0 +1,127 @@
+//! template.yaml's pipes on the agents table's stream, on DynamoDB Local (contract section 7):
+//! an agent created, updated (once for nothing), reported on and deleted through the real
+//! handlers; the stream's records through the template's own filters and input templates
+//! (devplane/src/pipes.rs). Exactly one `Deployment Requested` a new deployment and one `Agent
+//! Deleted`, each with the contract's detail; nothing for the other writes.
+
+use dev_data_plane::{pipes, stream};
+use integration_tests::{TestStore, call, create_named_agent, report, update};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn each_new_deployment_and_each_deleted_agent_is_published_once_with_the_contracts_detail() {
+    let store = TestStore::new().await;
+    let (owner, key) = store.account_with_key("acme").await;
+    let created = create_named_agent(&store, &key, "bot").await;
+    let (_, updated) = update(
+        &store,
+        &key,
+        "bot",
+        &json!({"image": "ghcr.io/acme/agent:2.0"}),
+    )
+    .await;
+    let (status, _) = update(
+        &store,
+        &key,
+        "bot",
+        &json!({"image": "ghcr.io/acme/agent:2.0"}),
+    )
+    .await;
+    assert_eq!(status, 200, "an update that changes nothing");
+    let mut keyed = integration_tests::agent_request(
+        "POST",
+        &key,
+        "bot",
+        Some(&json!({"agentProfile": "agent-2x"})),
+    );
+    keyed
+        .headers_mut()
+        .insert("idempotency-key", "k-1".parse().unwrap());
+    let (status, keyed) =
+        integration_tests::parts(update_agent::handle(&store.store, &store.store, keyed).await);
+    assert_eq!(status, 200);
+    let outcome = report(&store, json!({
+        "namespace": owner.namespace, "agent": "bot", "deploymentId": keyed["activeDeploymentId"],
+        "state": "ready", "readyReplicas": 1, "activeSessionCount": 0, "observedAt": "2026-11-23T10:00:00Z"
+    })).await;
+    assert_eq!(outcome, shared::agent::ReportOutcome::Applied);
+    let (status, _, _) = call(&store, &key, "DELETE", "bot", None).await;
+    assert_eq!(status, 200);
+
+    // Every record the table's stream holds, as the pipes read it.
+    let mut reader = stream::StreamReader::open(
+        stream::LocalStreams::new(&std::env::var(shared::config::DYNAMODB_ENDPOINT).unwrap()),
+        &store.agents_table,
+    )
+    .await
+    .unwrap();
+    let mut records = Vec::new();
+    for _ in 0..20 {
+        let batch = reader.poll().await.unwrap();
+        let empty = batch.is_empty();
+        records.extend(batch);
+        if empty && !records.is_empty() {
+            break;
+        }
+    }
+    // create (agent, deployment), update (agent, deployment), keyed update (agent, deployment,
+    // record), report (agent, deployment), delete (3 deployments, the record, the agent).
+    assert_eq!(records.len(), 2 + 2 + 3 + 2 + 5, "{records:#?}");
+
+    let template =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    let (pipes, _) = pipes::from_template(&template).unwrap();
+    let mut published: Vec<Value> = Vec::new();
+    for record in &records {
+        for pipe in &pipes {
+            published.extend(pipes::publish(pipe, record).unwrap());
+        }
+    }
+    let kinds: Vec<&str> = published
+        .iter()
+        .map(|event| event["detail-type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Deployment Requested",
+            "Deployment Requested",
+            "Deployment Requested",
+            "Agent Deleted"
+        ]
+    );
+
+    let service_id = created["deployment"]["serviceId"].as_str().unwrap();
+    for (event, answered) in published[..3].iter().zip([&created, &updated, &keyed]) {
+        assert_eq!(event["source"], "agent-hosting");
+        let detail = &event["detail"];
+        assert_eq!(detail["namespace"], owner.namespace.as_str());
+        assert_eq!(detail["agentName"], "bot");
+        assert_eq!(detail["serviceId"], service_id);
+        assert_eq!(detail["deploymentId"], answered["activeDeploymentId"]);
+        // The manifest comes in DynamoDB's typed JSON; decoded, it is the one the API answered.
+        assert_eq!(
+            stream::untyped(&detail["manifest"]),
+            answered["deployment"]["manifest"]
+        );
+    }
+    let deleted = &published[3]["detail"];
+    assert_eq!(
+        (
+            deleted["namespace"].clone(),
+            deleted["agentName"].clone(),
+            deleted["serviceId"].clone(),
+            deleted["deploymentId"].clone()
+        ),
+        (
+            json!(owner.namespace),
+            json!("bot"),
+            json!(service_id),
+            keyed["activeDeploymentId"].clone()
+        )
+    );
+    assert_eq!(
+        stream::untyped(&deleted["manifest"]),
+        keyed["deployment"]["manifest"]
+    );
+}
