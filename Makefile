@@ -32,7 +32,7 @@ help:
 	@echo "make test     run every test (starts its own DynamoDB Local, cargo lambda watch and sam local)"
 	@echo "make e2e      only the end-to-end suites (through cargo lambda watch, then sam local)"
 	@echo "make api-key ACCOUNT=<name>   create the account if needed, print a new key (last line)"
-	@echo "make logs-cost [VOLUMES=1000,10000,100000]   items read per logs page, as a table"
+	@echo "make logs-cost [VOLUMES=1000,10000,100000]   write units and bytes per line, items read per page"
 	@echo "make validate sam validate --lint and cfn-lint on template.yaml"
 	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
 	@echo "make schemathesis   schemathesis against the local service (also in make test; SCHEMATHESIS_EXAMPLES=300)"

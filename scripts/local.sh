@@ -8,6 +8,8 @@
 #                                          start DynamoDB Local (in memory without DATA_DIR),
 #                                          wait until it answers, print its PID
 #   scripts/local.sh dynamodb-stop PID     stop it
+#   scripts/local.sh moto-start PORT       start moto's server (AWS APIs without an official
+#                                          emulator: SQS), wait until it answers, print its PID
 #   scripts/local.sh docker-engine         install Debian's docker.io and start dockerd if no
 #                                          engine answers
 #   scripts/local.sh lambda-image ARCH     the image sam local runs functions in
@@ -27,6 +29,8 @@ cargo_lambda_version="1.9.2"
 sam_version="1.170.0"
 cfn_lint_version="1.58.0"
 schemathesis_version="4.32.5"
+moto_version="5.2.5"
+moto_venv="$local_dir/moto-venv"
 tools_venv="$local_dir/tools-venv"
 
 log() { printf '%s\n' "$*" >&2; }
@@ -78,6 +82,37 @@ ensure_schemathesis() {
     log "installing schemathesis $schemathesis_version under .local/tools-venv"
     "$tools_venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
   fi
+}
+
+# moto's server, in a venv of its own (its pins are not sam's).
+ensure_moto() {
+  if [ ! -x "$moto_venv/bin/moto_server" ]; then
+    log "installing moto[server] $moto_version under .local/moto-venv"
+    python3 -m venv "$moto_venv"
+    "$moto_venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$moto_version"
+  fi
+}
+
+moto_start() {
+  local port=$1
+  ensure_moto
+  mkdir -p "$local_dir"
+  "$moto_venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$local_dir/moto-$port.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 150); do
+    if curl -s -o /dev/null "http://127.0.0.1:$port/moto-api/"; then
+      echo "$pid"
+      return
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "moto did not start; its log:"; cat "$local_dir/moto-$port.log" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+  log "moto did not answer on port $port within 30 s"
+  kill "$pid" 2>/dev/null || true
+  exit 1
 }
 
 # Rust's arm64 standard library: rustup cannot download it here, Debian packages it for its own
@@ -224,5 +259,7 @@ case "${1:-}" in
   docker-bridge-ip) docker_bridge_ip ;;
   dynamodb-start) shift; dynamodb_start "$@" ;;
   dynamodb-stop) shift; dynamodb_stop "$@" ;;
-  *) log "usage: $0 tools|dynamodb-tools|sam-tools|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|docker-engine|lambda-image ARCH|docker-bridge-ip"; exit 2 ;;
+  moto) ensure_moto ;;
+  moto-start) shift; moto_start "$@" ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT|docker-engine|lambda-image ARCH|docker-bridge-ip"; exit 2 ;;
 esac

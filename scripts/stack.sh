@@ -108,6 +108,9 @@ stack_store() {
   export DYNAMODB_PORT=$port
   export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
   export AGENTS_TABLE=${AGENTS_TABLE:-agents} ACCOUNTS_TABLE=${ACCOUNTS_TABLE:-accounts} LOGS_TABLE=${LOGS_TABLE:-logs}
+  # The secret logs cursors are signed with (on AWS, a Secrets Manager secret of the stack): one
+  # per local stack, so a cursor of an earlier run is refused as another deployment's would be.
+  export LOGS_CURSOR_KEY=${LOGS_CURSOR_KEY:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
   # DynamoDB Local ignores credentials, but the SDK signs requests with some.
   export AWS_REGION=${AWS_REGION:-us-east-1}
   export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
@@ -146,7 +149,7 @@ stack_watch() {
   (cd "$stack_root" && exec "$stack_root/.local/venv/bin/cargo-lambda" lambda watch --quiet \
     --target "$(stack_host_triple)" --invoke-address 127.0.0.1 --invoke-port "$port" \
     ${STACK_WATCH_IGNORE_CHANGES:+--ignore-changes} \
-    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE" \
+    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,LOGS_CURSOR_KEY=$LOGS_CURSOR_KEY" \
     --env-var "AWS_REGION=$AWS_REGION,AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY,RUST_LOG=${RUST_LOG:-info}") \
     >"$log" 2>&1 &
   stack_pids+=("$!")
@@ -235,7 +238,8 @@ stack_sam_env() {
   STACK_CONTAINER_DYNAMODB_ENDPOINT="http://$("$stack_root/scripts/local.sh" docker-bridge-ip):$DYNAMODB_PORT"
   cat >"$1" <<JSON
 {"Parameters": {"DYNAMODB_ENDPOINT": "$STACK_CONTAINER_DYNAMODB_ENDPOINT",
-  "AGENTS_TABLE": "$AGENTS_TABLE", "ACCOUNTS_TABLE": "$ACCOUNTS_TABLE", "LOGS_TABLE": "$LOGS_TABLE"}}
+  "AGENTS_TABLE": "$AGENTS_TABLE", "ACCOUNTS_TABLE": "$ACCOUNTS_TABLE", "LOGS_TABLE": "$LOGS_TABLE",
+  "LOGS_CURSOR_KEY": "$LOGS_CURSOR_KEY"}}
 JSON
 }
 

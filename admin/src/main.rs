@@ -1,6 +1,7 @@
 //! agent-hosting-admin: the operator's command. Creates the tables on a local endpoint (from the
 //! same definitions template.yaml is checked against), creates accounts, and issues, lists and
-//! revokes API keys on any endpoint: DynamoDB Local or AWS (with the usual AWS credentials).
+//! revokes API keys on any endpoint: DynamoDB Local or AWS (with the usual AWS credentials), and
+//! replays the ingest function's failure queue (replay.rs).
 //!
 //! Informational lines go to stderr; stdout carries only the result (for an issued key: the key
 //! alone, on the last line), so scripts can capture it.
@@ -64,6 +65,21 @@ enum Command {
         /// The key itself, e.g. one found leaked.
         #[arg(long, conflicts_with_all = ["account", "key_id"])]
         key: Option<String>,
+    },
+    /// Replay the ingest function's failure queue into the logs table: each batch stored is
+    /// deleted from the queue; what cannot be replayed stays there and is listed.
+    ReplayIngestFailures {
+        /// The queue's URL (the stack's IngestLogsFailureQueueUrl output).
+        queue_url: String,
+        /// An SQS endpoint other than AWS's (an emulator).
+        #[arg(long, env = "SQS_ENDPOINT")]
+        sqs_endpoint: Option<String>,
+        /// The stack's LogRetentionDays: replayed lines expire as ingested ones do.
+        #[arg(long, env = shared::config::LOG_RETENTION_DAYS, default_value_t = shared::config::DEFAULT_LOG_RETENTION_DAYS)]
+        retention_days: u32,
+        /// Stop after this many messages.
+        #[arg(long, default_value_t = 10_000)]
+        max_messages: usize,
     },
 }
 
@@ -170,8 +186,66 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
             }
             eprintln!("revoked; the gateway's authorizer cache forgets it within 60 seconds");
         }
+        Command::ReplayIngestFailures {
+            queue_url,
+            sqs_endpoint,
+            retention_days,
+            max_messages,
+        } => {
+            let sqs = sqs_client(sqs_endpoint.as_deref()).await;
+            let report = agent_hosting_admin::replay::replay_ingest_failures(
+                &sqs,
+                &queue_url,
+                &store,
+                &store,
+                retention_days,
+                max_messages,
+                300,
+            )
+            .await
+            .map_err(|error| AdminError::Invalid(error.to_string()))?;
+            println!(
+                "replayed {} batches: {} lines stored, {} dropped (unknown agent {}, unknown deployment {}, unrecognised source {}, bad line {}, duplicate {})",
+                report.replayed,
+                report.ingested.stored,
+                report.ingested.dropped_unknown_agent
+                    + report.ingested.dropped_unknown_deployment
+                    + report.ingested.dropped_unrecognised_source
+                    + report.ingested.dropped_bad_line
+                    + report.ingested.dropped_duplicate,
+                report.ingested.dropped_unknown_agent,
+                report.ingested.dropped_unknown_deployment,
+                report.ingested.dropped_unrecognised_source,
+                report.ingested.dropped_bad_line,
+                report.ingested.dropped_duplicate,
+            );
+            for (message_id, reason) in &report.not_replayed {
+                println!("not replayed, left in the queue: {message_id}: {reason}");
+            }
+            if !report.not_replayed.is_empty() {
+                return Err(AdminError::Invalid(format!(
+                    "{} messages could not be replayed",
+                    report.not_replayed.len()
+                )));
+            }
+        }
     }
     Ok(())
+}
+
+/// SQS through the SDK's default chains, or an emulator's endpoint.
+async fn sqs_client(endpoint: Option<&str>) -> aws_sdk_sqs::Client {
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(shared::aws::http_client(shared::aws::Trust::System))
+        .retry_config(shared::aws::retry_config())
+        .timeout_config(shared::aws::timeout_config())
+        .load()
+        .await;
+    let mut sqs = aws_sdk_sqs::config::Builder::from(&config);
+    if let Some(endpoint) = endpoint {
+        sqs = sqs.endpoint_url(endpoint);
+    }
+    aws_sdk_sqs::Client::from_conf(sqs.build())
 }
 
 /// DynamoDB Local through the functions' own client; AWS through the SDK's default chains, so

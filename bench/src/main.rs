@@ -79,6 +79,10 @@ fn lambda_env(api: &RuntimeApi, tables: &TableNames, endpoint: &str) -> Vec<(Str
         ("AGENTS_TABLE", tables.agents.clone()),
         ("ACCOUNTS_TABLE", tables.accounts.clone()),
         ("LOGS_TABLE", tables.logs.clone()),
+        (
+            "LOGS_CURSOR_KEY",
+            "bench-cursor-secret-of-32-bytes-or-more".into(),
+        ),
         ("DYNAMODB_ENDPOINT", endpoint.into()),
         ("RUST_LOG", "warn".into()),
     ]

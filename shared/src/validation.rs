@@ -265,7 +265,7 @@ impl JsonObject {
         match self.members.keys().next() {
             None => Ok(()),
             Some(unknown) => {
-                let field = self.path_of(unknown);
+                let field = echoed(&self.path_of(unknown));
                 Err(ApiError::bad_request(
                     field.clone(),
                     format!("Unknown member {field}"),
@@ -496,6 +496,17 @@ mod tests {
         assert_eq!(Member::Given(7).apply(3, 0), 7);
         assert_eq!(Member::Given(7).map(|v| v * 2).given(), Some(14));
         assert_eq!(Member::<u8>::Null.given(), None);
+    }
+
+    #[test]
+    fn an_unknown_member_is_named_cut_to_64_characters() {
+        let long = "m".repeat(60_000);
+        let error = JsonObject::root(json!({ long: 1 }))
+            .unwrap()
+            .finish()
+            .unwrap_err();
+        assert_eq!(error.field().unwrap().chars().count(), 65);
+        assert!(error.to_string().len() < 200, "{}", error.to_string().len());
     }
 
     #[test]

@@ -206,6 +206,7 @@ async fn prepare() -> (DynamoStore, PathBuf) {
         "AGENTS_TABLE": names.agents,
         "ACCOUNTS_TABLE": names.accounts,
         "LOGS_TABLE": names.logs,
+        "LOGS_CURSOR_KEY": "sam-invoke-cursor-secret-of-32-bytes-or-more",
     }});
     std::fs::write(&env_file, env.to_string()).unwrap();
     (store, env_file)

@@ -8,6 +8,9 @@ use shared::config::TableNames;
 use shared::store::dynamodb::DynamoStore;
 use shared::store::tables;
 
+/// moto's server and a DynamoDB Local on disk, for the tests that need their own.
+pub mod emulators;
+
 /// A running stack over HTTP, for the suites under e2e/.
 #[cfg(feature = "e2e")]
 pub mod stack;
@@ -32,8 +35,13 @@ fn endpoint() -> String {
 
 impl TestStore {
     pub async fn new() -> Self {
+        Self::on(&endpoint()).await
+    }
+
+    /// Fresh tables on the DynamoDB Local at `endpoint`.
+    pub async fn on(endpoint: &str) -> Self {
         let client =
-            shared::aws::dynamodb_client(Some(&endpoint())).expect("a client for DynamoDB Local");
+            shared::aws::dynamodb_client(Some(endpoint)).expect("a client for DynamoDB Local");
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         let tables = TableNames {
             agents: format!("agents-{suffix}"),
@@ -191,6 +199,18 @@ pub fn log_data(
     .unwrap()
 }
 
+/// The event CloudWatch Logs sends a subscription's function: the batch gzipped and
+/// base64-encoded. (aws_lambda_events' own Serialize of `AwsLogs` writes base64 that its
+/// Deserialize, and so the ingest function, refuses: "Invalid padding".)
+pub fn subscription_event(data: &aws_lambda_events::cloudwatch_logs::LogData) -> serde_json::Value {
+    use base64::Engine;
+    use std::io::Write;
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(&serde_json::to_vec(data).unwrap()).unwrap();
+    let compressed = gzip.finish().unwrap();
+    serde_json::json!({"awslogs": {"data": base64::engine::general_purpose::STANDARD.encode(compressed)}})
+}
+
 /// A request to `/v1/agents/{agent}` as cargo lambda watch or a function URL sends it (no
 /// authorizer context; the key in the header), with a JSON body when given.
 pub fn agent_request(
@@ -314,6 +334,12 @@ pub async fn ingest(
     .await
     .unwrap()
 }
+
+/// The logs function's settings in the tests: 30 days, a fixed cursor key.
+pub const LOGS_SETTINGS: agent_logs::Settings = agent_logs::Settings {
+    retention_days: 30,
+    cursor_key: shared::logs::CursorKey::from_bytes([42; 32]),
+};
 
 /// GET /v1/agents/{agent}/logs through the logs handler.
 pub async fn read_logs(

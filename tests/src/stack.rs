@@ -295,17 +295,7 @@ impl Stack {
     }
 }
 
-/// The event CloudWatch Logs sends a subscription's function: the batch gzipped and
-/// base64-encoded. (aws_lambda_events' own Serialize of `AwsLogs` writes base64 that its
-/// Deserialize, and so the ingest function, refuses: "Invalid padding".)
-pub fn subscription_event(data: &aws_lambda_events::cloudwatch_logs::LogData) -> Value {
-    use base64::Engine;
-    use std::io::Write;
-    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gzip.write_all(&serde_json::to_vec(data).unwrap()).unwrap();
-    let compressed = gzip.finish().unwrap();
-    json!({"awslogs": {"data": base64::engine::general_purpose::STANDARD.encode(compressed)}})
-}
+pub use crate::subscription_event;
 
 pub fn bearer(key: &ApiKey) -> String {
     crate::bearer(key)

@@ -343,7 +343,7 @@ async fn logs_responses_conform_to_the_document() {
         .collect();
     store.store.put_lines(&lines, 30).await.unwrap();
 
-    let settings = agent_logs::Settings { retention_days: 30 };
+    let settings = integration_tests::LOGS_SETTINGS;
     for (agent, params, expected) in [
         ("bot", vec![], 200),
         (
@@ -371,7 +371,7 @@ async fn call_function(
     store: &TestStore,
     request: lambda_http::Request,
 ) -> lambda_http::Response<Body> {
-    let (s, settings) = (&store.store, agent_logs::Settings { retention_days: 30 });
+    let (s, settings) = (&store.store, integration_tests::LOGS_SETTINGS);
     match binary {
         "create-agent" => create_agent::handle(s, s, request).await,
         "list-agents" => list_agents::handle(s, s, request).await,

@@ -512,7 +512,7 @@ fn logs_store() -> (MemoryStore, ApiKey) {
 fn ten_thousand_generated_log_reads_get_contract_answers() {
     let runtime = runtime();
     let (store, key) = logs_store();
-    let settings = agent_logs::Settings { retention_days: 30 };
+    let settings = integration_tests::LOGS_SETTINGS;
     let mut runner = TestRunner::new(config(CASES));
     let statuses: std::cell::RefCell<HashMap<u16, u32>> = Default::default();
     runner
@@ -559,7 +559,7 @@ fn ten_thousand_gateway_events_with_raw_queries_get_contract_answers() {
     let runtime = runtime();
     let (store, key) = logs_store();
     let authorization = format!("Bearer {}", key.expose());
-    let settings = agent_logs::Settings { retention_days: 30 };
+    let settings = integration_tests::LOGS_SETTINGS;
     let mut runner = TestRunner::new(config(CASES));
     runner
         .run(

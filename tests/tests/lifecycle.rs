@@ -8,7 +8,7 @@ use integration_tests::{
 use serde_json::{Value, json};
 use shared::agent::{AgentStore, ReportOutcome};
 
-const SETTINGS: agent_logs::Settings = agent_logs::Settings { retention_days: 30 };
+const SETTINGS: agent_logs::Settings = integration_tests::LOGS_SETTINGS;
 
 /// A report of `state` for a deployment of `agent`, observed `second` seconds into a run.
 fn reported(namespace: &str, agent: &str, deployment: &str, state: &str, second: u32) -> Value {

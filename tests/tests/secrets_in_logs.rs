@@ -75,7 +75,7 @@ async fn keys_never_appear_in_any_log_line() {
                 &store.store,
                 &store.store,
                 &store.store,
-                agent_logs::Settings { retention_days: 30 },
+                integration_tests::LOGS_SETTINGS,
                 request,
             )
             .await,

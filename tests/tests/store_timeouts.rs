@@ -76,7 +76,7 @@ async fn a_log_read_that_times_out_is_503_with_retry_after() {
         &store,
         &store,
         &store,
-        agent_logs::Settings { retention_days: 30 },
+        integration_tests::LOGS_SETTINGS,
         event("agent-logs.json"),
     )
     .await;

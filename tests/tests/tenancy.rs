@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use shared::agent::AgentStore;
 use shared::store::dynamodb::DynamoStore;
 
-const SETTINGS: agent_logs::Settings = agent_logs::Settings { retention_days: 30 };
+const SETTINGS: agent_logs::Settings = integration_tests::LOGS_SETTINGS;
 const SECRET_TEXT: &str = "alice-private-token-8c1f";
 
 fn now_millis() -> i64 {

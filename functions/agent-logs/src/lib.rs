@@ -8,12 +8,14 @@ use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::{self, KeyStore};
 use shared::http::allow;
-use shared::logs::{self, LogFilter, LogQuery, LogStore, LogsPage};
+use shared::logs::{self, CursorKey, LogFilter, LogQuery, LogStore, LogsPage};
 
 /// Settings read once at cold start.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     pub retention_days: u32,
+    /// Signs and checks the cursors of this deployment.
+    pub cursor_key: CursorKey,
 }
 
 pub async fn handle<A: AgentStore, L: LogStore, K: KeyStore>(
@@ -55,7 +57,7 @@ async fn agent_logs<A: AgentStore, L: LogStore, K: KeyStore>(
         time::OffsetDateTime::now_utc(),
         settings.retention_days,
     );
-    let (page, cost) = logs::read(logs, &filter, &query).await?;
+    let (page, cost) = logs::read(logs, &filter, &query, &settings.cursor_key).await?;
     tracing::info!(
         returned = page.logs.len(),
         page_items_read = cost.page_items_read,
@@ -76,7 +78,10 @@ mod tests {
     use shared::store::memory::MemoryStore;
     use shared::testing::{DEMO_DEPLOYMENT_ID, seed_fixture_agents};
 
-    const SETTINGS: Settings = Settings { retention_days: 30 };
+    const SETTINGS: Settings = Settings {
+        retention_days: 30,
+        cursor_key: CursorKey::from_bytes([7; 32]),
+    };
 
     use shared::testing::fixture_request as event;
 

@@ -3,6 +3,8 @@
 use agent_logs::Settings;
 use lambda_http::{Error, run, service_fn};
 use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, LOGS_TABLE};
+use shared::logs::CursorKey;
+use shared::logs::cursor::CURSOR_KEY_VARIABLE;
 use shared::store::dynamodb::DynamoStore;
 
 // Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one
@@ -14,6 +16,7 @@ async fn main() -> Result<(), Error> {
     let (store, config) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE, LOGS_TABLE])?;
     let settings = Settings {
         retention_days: config.log_retention_days,
+        cursor_key: CursorKey::from_secret(&shared::config::required(CURSOR_KEY_VARIABLE)?)?,
     };
     let store = &store;
     run(service_fn(move |request| async move {

@@ -18,10 +18,8 @@ use aws_lambda_events::cloudwatch_logs::LogData;
 use serde::Serialize;
 use shared::StoreError;
 use shared::agent::AgentStore;
-use shared::logs::{self, LogLine, LogStore};
+use shared::logs::{self, LogLine, LogStore, MAX_EVENT_ID_LENGTH};
 
-/// An event id longer than this is not CloudWatch's and the line is dropped.
-const MAX_EVENT_ID_LENGTH: usize = 128;
 /// How long a deployment seen to belong to a service is remembered: a deployment never moves to
 /// another service, but an agent deleted and made again gets a new one, which must be looked up.
 const KNOWN_DEPLOYMENT_TTL: Duration = Duration::from_secs(300);
@@ -35,6 +33,26 @@ pub struct IngestReport {
     pub dropped_unknown_deployment: usize,
     pub dropped_unrecognised_source: usize,
     pub dropped_bad_line: usize,
+    /// Events of the batch whose id an earlier event of it already had (kept: the first).
+    pub dropped_duplicate: usize,
+    /// Lines longer than `logs::MAX_LINE_BYTES`, stored as marked parts.
+    pub split_lines: usize,
+    /// Lines dated more than a day ahead of their arrival, stored at their arrival time.
+    pub future_times_replaced: usize,
+}
+
+/// Reports of several deliveries, summed (the operator command's replay).
+impl std::ops::AddAssign<&IngestReport> for IngestReport {
+    fn add_assign(&mut self, batch: &IngestReport) {
+        self.stored += batch.stored;
+        self.dropped_unknown_agent += batch.dropped_unknown_agent;
+        self.dropped_unknown_deployment += batch.dropped_unknown_deployment;
+        self.dropped_unrecognised_source += batch.dropped_unrecognised_source;
+        self.dropped_bad_line += batch.dropped_bad_line;
+        self.dropped_duplicate += batch.dropped_duplicate;
+        self.split_lines += batch.split_lines;
+        self.future_times_replaced += batch.future_times_replaced;
+    }
 }
 
 /// Where a stream's lines go.
@@ -132,21 +150,43 @@ pub async fn ingest<A: AgentStore, L: LogStore>(
         }
     };
 
+    let arrival_nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        });
+    let mut seen_ids = std::collections::HashSet::with_capacity(data.log_events.len());
     let mut lines = Vec::with_capacity(data.log_events.len());
     for event in &data.log_events {
         if event.id.is_empty() || event.id.len() > MAX_EVENT_ID_LENGTH {
             report.dropped_bad_line += 1;
             continue;
         }
-        let (timestamp_nanos, text) = logs::parse_message(&event.message, event.timestamp);
-        lines.push(LogLine {
-            service_id: service_id.clone(),
-            deployment_id: deployment_id.to_owned(),
-            session_id: session_id.map(str::to_owned),
-            event_id: event.id.clone(),
-            timestamp_nanos,
-            text: text.to_owned(),
-        });
+        // One write request may not name an item twice, and CloudWatch's ids are unique: a
+        // repeated id is a duplicate, never a reason to fail the batch.
+        if !seen_ids.insert(event.id.as_str()) {
+            report.dropped_duplicate += 1;
+            continue;
+        }
+        let (own_nanos, text) = logs::parse_message(&event.message, event.timestamp);
+        let timestamp_nanos = logs::bounded_time(own_nanos, arrival_nanos);
+        if timestamp_nanos != own_nanos {
+            report.future_times_replaced += 1;
+        }
+        let parts = logs::split_text(text);
+        if parts.len() > 1 {
+            report.split_lines += 1;
+        }
+        for (id_suffix, text) in parts {
+            lines.push(LogLine {
+                service_id: service_id.clone(),
+                deployment_id: deployment_id.to_owned(),
+                session_id: session_id.map(str::to_owned),
+                event_id: format!("{}{id_suffix}", event.id),
+                timestamp_nanos,
+                text,
+            });
+        }
     }
     logs.put_lines(&lines, retention_days).await?;
     report.stored = lines.len();
@@ -154,6 +194,14 @@ pub async fn ingest<A: AgentStore, L: LogStore>(
         tracing::warn!(
             dropped = report.dropped_bad_line,
             "lines without a usable event id dropped"
+        );
+    }
+    if report.dropped_duplicate + report.split_lines + report.future_times_replaced > 0 {
+        tracing::warn!(
+            dropped_duplicate = report.dropped_duplicate,
+            split_lines = report.split_lines,
+            future_times_replaced = report.future_times_replaced,
+            "lines repaired"
         );
     }
     tracing::info!(stored = report.stored, "lines stored");

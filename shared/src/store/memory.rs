@@ -3,6 +3,7 @@
 //! under one lock; the integration tests check the real adapter against DynamoDB Local.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::agent::{
@@ -11,9 +12,8 @@ use crate::agent::{
 use crate::auth::{ApiKey, KeyHash, KeyRecord, KeyStore, Principal};
 use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
-use crate::logs::{
-    LogFilter, LogLine, LogStore, Order, Scan, ScanLimits, StoredLine, matches_query,
-};
+use crate::logs::store::{LinesCounted, LinesRead};
+use crate::logs::{LogFilter, LogLine, LogStore, Order, StoredLine};
 
 /// One service's lines: position → (line, expires at).
 type ServiceLog = BTreeMap<String, (LogLine, i64)>;
@@ -286,85 +286,101 @@ impl LogStore for MemoryStore {
         Ok(())
     }
 
-    async fn scan(
-        &self,
-        filter: &LogFilter,
-        after: Option<&str>,
-        limits: &ScanLimits,
-    ) -> Result<Scan, StoreError> {
-        let logs = lock(&self.logs);
-        let mut lines: Vec<&(LogLine, i64)> = logs
-            .get(&filter.service_id)
-            .map(|lines| lines.values().collect())
-            .unwrap_or_default();
-        if filter.order == Order::Desc {
-            lines.reverse();
-        }
-        let mut scan = Scan::default();
-        for (line, expires) in lines {
-            let position = line.position();
-            // Both ends inclusive, as DynamoDB's BETWEEN.
-            let in_range = position >= filter.from_position && position <= filter.to_position;
-            let after_cursor = after.is_none_or(|after| match filter.order {
-                Order::Asc => position.as_str() > after,
-                Order::Desc => position.as_str() < after,
-            });
-            let selected = filter
-                .deployment_id
-                .as_ref()
-                .is_none_or(|d| *d == line.deployment_id)
-                && filter
-                    .session_id
-                    .as_ref()
-                    .is_none_or(|s| Some(s) == line.session_id.as_ref());
-            if !(in_range && after_cursor && selected && *expires > filter.now) {
-                continue;
-            }
-            if scan.items_read == limits.read_budget {
-                return Ok(scan);
-            }
-            scan.items_read += 1;
-            scan.last_read = Some(position.clone());
-            if filter
-                .query
-                .as_deref()
-                .is_some_and(|q| !matches_query(&line.text, q))
-            {
-                continue;
-            }
-            if limits.keep.contains(&scan.matches) {
-                scan.kept.push(StoredLine {
-                    position,
-                    text: line.text.clone(),
-                    deployment_id: line.deployment_id.clone(),
-                    session_id: line.session_id.clone(),
-                });
-            }
-            scan.matches += 1;
-            if scan.matches >= limits.stop_after_matches {
-                return Ok(scan);
-            }
-        }
-        scan.exhausted = true;
-        Ok(scan)
-    }
-
-    async fn count(
+    async fn read_lines(
         &self,
         filter: &LogFilter,
         after: Option<&str>,
         max_reads: usize,
-    ) -> Result<(usize, bool, usize), StoreError> {
-        let limits = ScanLimits {
-            keep: 0..0,
-            stop_after_matches: usize::MAX,
-            read_budget: max_reads,
+    ) -> Result<LinesRead, StoreError> {
+        let (read, resume_after) = self.query_lines(filter, after, max_reads);
+        let items_read = read.len();
+        let lines = read
+            .into_iter()
+            .filter(|(line, expires)| *expires > filter.now && filter_expression(filter, line))
+            .map(|(line, _)| StoredLine {
+                position: line.position(),
+                text: line.text,
+                deployment_id: line.deployment_id,
+                session_id: line.session_id,
+            })
+            .collect();
+        Ok(LinesRead {
+            lines,
+            items_read,
+            resume_after,
+        })
+    }
+
+    async fn count_lines(
+        &self,
+        filter: &LogFilter,
+        after: Option<&str>,
+        max_reads: usize,
+    ) -> Result<LinesCounted, StoreError> {
+        let (read, resume_after) = self.query_lines(filter, after, max_reads);
+        Ok(LinesCounted {
+            count: read
+                .iter()
+                .filter(|(line, expires)| *expires > filter.now && filter_expression(filter, line))
+                .count(),
+            items_read: read.len(),
+            resume_after,
+        })
+    }
+}
+
+impl MemoryStore {
+    /// What one DynamoDB Query of the partition serving `filter` evaluates: its lines in the
+    /// range (both ends inclusive, as `BETWEEN`), in order, after `after`, at most `max_reads`;
+    /// and where the next continues, if more follow.
+    fn query_lines(
+        &self,
+        filter: &LogFilter,
+        after: Option<&str>,
+        max_reads: usize,
+    ) -> (Vec<(LogLine, i64)>, Option<String>) {
+        let logs = lock(&self.logs);
+        let Some(service) = logs.get(&filter.service_id) else {
+            return (Vec::new(), None);
         };
-        let unfiltered = LogFilter {
-            query: None,
-            ..filter.clone()
+        let in_partition = |line: &LogLine| match (&filter.session_id, &filter.deployment_id) {
+            (Some(session), _) => line.session_id.as_ref() == Some(session),
+            (None, Some(deployment)) => line.deployment_id == *deployment,
+            (None, None) => true,
         };
-        let scan = self.scan(&unfiltered, after, &limits).await?;
-        Ok((scan.matches, scan.exhausted, scan.items_read))
+        let range = (
+            Bound::Included(filter.from_position.clone()),
+            Bound::Included(filter.to_position.clone()),
+        );
+        let in_range = service.range(range).filter(|(position, _)| {
+            after.is_none_or(|after| match filter.order {
+                Order::Asc => position.as_str() > after,
+                Order::Desc => position.as_str() < after,
+            })
+        });
+        let ordered: Box<dyn Iterator<Item = _>> = match filter.order {
+            Order::Asc => Box::new(in_range),
+            Order::Desc => Box::new(in_range.rev()),
+        };
+        let mut matching = ordered.filter(|(_, (line, _))| in_partition(line));
+        let read: Vec<(LogLine, i64)> = matching
+            .by_ref()
+            .take(max_reads)
+            .map(|(_, entry)| entry.clone())
+            .collect();
+        let more = matching.next().is_some();
+        let resume_after = more
+            .then(|| read.last().map(|(line, _)| line.position()))
+            .flatten();
+        (read, resume_after)
+    }
+}
+
+/// The Query's filter expression beyond expiry: with both a session and a deployment, the
+/// session index's items of another deployment are read and dropped.
+fn filter_expression(filter: &LogFilter, line: &LogLine) -> bool {
+    match (&filter.session_id, &filter.deployment_id) {
+        (Some(_), Some(deployment)) => line.deployment_id == *deployment,
+        _ => true,
     }
 }

@@ -17,14 +17,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{DynamoStore, Item, built, classify, item_of, mapping, s};
 use crate::error::StoreError;
-use crate::logs::{
-    LogFilter, LogLine, LogStore, Order, Scan, ScanLimits, StoredLine, matches_query,
-};
+use crate::logs::store::{LinesCounted, LinesRead};
+use crate::logs::{LogFilter, LogLine, LogStore, Order, StoredLine};
 
 pub const DEPLOYMENT_INDEX: &str = "by-deployment";
 pub const SESSION_INDEX: &str = "by-session";
-/// Items one Query of a text search asks for (it filters in the function).
-const TEXT_SCAN_PAGE: usize = 1_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -135,9 +132,14 @@ fn sort_key_of(key: &Item) -> Option<String> {
     }
 }
 
-impl LogStore for DynamoStore {
-    #[tracing::instrument(skip_all, fields(lines = lines.len()))]
-    async fn put_lines(&self, lines: &[LogLine], retention_days: u32) -> Result<(), StoreError> {
+impl DynamoStore {
+    /// Stores lines as [`LogStore::put_lines`] does; the write units the table and its indexes
+    /// consumed (what the lines cost: `make logs-cost` reads it, the ingest function logs it).
+    pub async fn put_lines_measured(
+        &self,
+        lines: &[LogLine],
+        retention_days: u32,
+    ) -> Result<f64, StoreError> {
         let puts = lines
             .iter()
             .map(|line| {
@@ -150,98 +152,99 @@ impl LogStore for DynamoStore {
             .collect::<Result<Vec<_>, StoreError>>()?;
         self.batch_write(&self.logs_table, puts).await
     }
+}
 
-    async fn scan(
-        &self,
-        filter: &LogFilter,
-        after: Option<&str>,
-        limits: &ScanLimits,
-    ) -> Result<Scan, StoreError> {
-        let mut scan = Scan::default();
-        let mut start = after.map(|position| DynamoStore::start_after(filter, position));
-        loop {
-            let budget_left = limits.read_budget.saturating_sub(scan.items_read);
-            let matches_left = limits.stop_after_matches.saturating_sub(scan.matches);
-            // Without a text query every item read matches (the filter expression drops only
-            // expired lines), so ask for exactly what is still needed.
-            let want = match filter.query {
-                Some(_) => budget_left.min(TEXT_SCAN_PAGE),
-                None => budget_left.min(matches_left),
-            };
-            if want == 0 {
-                return Ok(scan);
-            }
-            let output = self
-                .logs_query(filter, false)
-                .limit(want.min(i32::MAX as usize) as i32)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(classify)?;
-            scan.items_read += output.scanned_count.max(0) as usize;
-            for item in output.items.unwrap_or_default() {
-                let line = serde_dynamo::from_item::<_, LogItem>(item)
-                    .map_err(mapping)?
-                    .into_stored();
-                if filter
-                    .query
-                    .as_deref()
-                    .is_some_and(|query| !matches_query(&line.text, query))
-                {
-                    scan.last_read = Some(line.position);
-                    continue;
-                }
-                let position = line.position.clone();
-                if limits.keep.contains(&scan.matches) {
-                    scan.kept.push(line);
-                }
-                scan.matches += 1;
-                scan.last_read = Some(position);
-                if scan.matches >= limits.stop_after_matches {
-                    return Ok(scan);
-                }
-            }
-            match output.last_evaluated_key {
-                None => {
-                    scan.exhausted = true;
-                    return Ok(scan);
-                }
-                Some(key) => {
-                    scan.last_read = sort_key_of(&key).or(scan.last_read);
-                    start = Some(key);
-                }
-            }
-        }
+/// What a line takes in storage, as DynamoDB bills it: each copy (the table's, and each index's
+/// that projects it) is its attributes' names and values plus 100 bytes of overhead.
+pub fn stored_bytes(line: &LogLine, retention_days: u32) -> usize {
+    let item = LogItem::new(line, retention_days);
+    let text = |s: &str| s.len();
+    let attributes = [
+        ("pk", text(&item.pk)),
+        ("sk", text(&item.sk)),
+        ("dpk", text(&item.dpk)),
+        ("log", text(&item.log)),
+        ("deploymentId", text(&item.deployment_id)),
+        // A number: about one byte per two digits, plus one.
+        (
+            "expiresAt",
+            item.expires_at.to_string().len().div_ceil(2) + 1,
+        ),
+    ]
+    .into_iter()
+    .chain(item.spk.as_deref().map(|spk| ("spk", text(spk))))
+    .chain(item.session_id.as_deref().map(|id| ("sessionId", text(id))))
+    .map(|(name, value)| name.len() + value)
+    .sum::<usize>();
+    let copies = 2 + usize::from(item.spk.is_some());
+    copies * (attributes + 100)
+}
+
+impl LogStore for DynamoStore {
+    async fn put_lines(&self, lines: &[LogLine], retention_days: u32) -> Result<(), StoreError> {
+        let write_units = self.put_lines_measured(lines, retention_days).await?;
+        tracing::info!(lines = lines.len(), write_units, "lines written");
+        Ok(())
     }
 
-    async fn count(
+    async fn read_lines(
         &self,
         filter: &LogFilter,
         after: Option<&str>,
         max_reads: usize,
-    ) -> Result<(usize, bool, usize), StoreError> {
-        let (mut count, mut read) = (0usize, 0usize);
-        let mut start = after.map(|position| DynamoStore::start_after(filter, position));
-        loop {
-            let want = max_reads.saturating_sub(read);
-            if want == 0 {
-                return Ok((count, false, read));
-            }
-            let output = self
-                .logs_query(filter, true)
-                .limit(want.min(i32::MAX as usize) as i32)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(classify)?;
-            count += output.count.max(0) as usize;
-            read += output.scanned_count.max(0) as usize;
-            match output.last_evaluated_key {
-                None => return Ok((count, true, read)),
-                Some(key) => start = Some(key),
-            }
-        }
+    ) -> Result<LinesRead, StoreError> {
+        let output = self
+            .logs_query(filter, false)
+            .limit(query_limit(max_reads))
+            .set_exclusive_start_key(
+                after.map(|position| DynamoStore::start_after(filter, position)),
+            )
+            .send()
+            .await
+            .map_err(classify)?;
+        let lines = output
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|item| {
+                serde_dynamo::from_item::<_, LogItem>(item)
+                    .map(LogItem::into_stored)
+                    .map_err(mapping)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(LinesRead {
+            lines,
+            items_read: usize::try_from(output.scanned_count).unwrap_or(0),
+            resume_after: output.last_evaluated_key.as_ref().and_then(sort_key_of),
+        })
     }
+
+    async fn count_lines(
+        &self,
+        filter: &LogFilter,
+        after: Option<&str>,
+        max_reads: usize,
+    ) -> Result<LinesCounted, StoreError> {
+        let output = self
+            .logs_query(filter, true)
+            .limit(query_limit(max_reads))
+            .set_exclusive_start_key(
+                after.map(|position| DynamoStore::start_after(filter, position)),
+            )
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(LinesCounted {
+            count: usize::try_from(output.count).unwrap_or(0),
+            items_read: usize::try_from(output.scanned_count).unwrap_or(0),
+            resume_after: output.last_evaluated_key.as_ref().and_then(sort_key_of),
+        })
+    }
+}
+
+/// A Query's `Limit`: items it may evaluate.
+fn query_limit(max_reads: usize) -> i32 {
+    i32::try_from(max_reads.max(1)).unwrap_or(i32::MAX)
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, WriteRequest};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Put, ReturnConsumedCapacity, TransactWriteItem, WriteRequest,
+};
 use serde::Serialize;
 
 use crate::config::{Config, TableNames};
@@ -196,11 +198,14 @@ impl DynamoStore {
     }
 
     /// Writes every request, 25 a call, trying unprocessed ones again with backoff.
+    /// Writes the requests 25 at a time, retrying unprocessed items; the write units the table
+    /// and its indexes consumed, as DynamoDB reports them.
     async fn batch_write(
         &self,
         table: &str,
         requests: Vec<WriteRequest>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<f64, StoreError> {
+        let mut write_units = 0.0;
         let mut requests = requests.into_iter().peekable();
         while requests.peek().is_some() {
             let mut chunk: Vec<WriteRequest> = requests.by_ref().take(BATCH_SIZE).collect();
@@ -220,16 +225,23 @@ impl DynamoStore {
                     .client
                     .batch_write_item()
                     .request_items(table, chunk)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
                     .send()
                     .await
                     .map_err(classify)?;
+                write_units += output
+                    .consumed_capacity
+                    .iter()
+                    .flatten()
+                    .filter_map(|consumed| consumed.capacity_units)
+                    .sum::<f64>();
                 chunk = output
                     .unprocessed_items
                     .and_then(|mut tables| tables.remove(table))
                     .unwrap_or_default();
             }
         }
-        Ok(())
+        Ok(write_units)
     }
 
     /// Every item of a namespace in the agents table (tests and operators: it reads the whole

@@ -1,0 +1,3 @@
+//! What the operator command does beyond one call of the store (`agent-hosting-admin`, main.rs).
+
+pub mod replay;
