@@ -98,19 +98,27 @@ moto_start() {
   ensure_moto
   mkdir -p "$local_dir"
   "$moto_venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$local_dir/moto-$port.log" 2>&1 &
-  local pid=$!
+  wait_until_answering "$!" "moto" "$port" "$local_dir/moto-$port.log" \
+    curl -s -o /dev/null "http://127.0.0.1:$port/moto-api/"
+}
+
+# wait_until_answering PID NAME PORT LOG COMMAND...: prints PID once COMMAND succeeds; fails with
+# the server's log when it dies, or after 30 s.
+wait_until_answering() {
+  local pid=$1 name=$2 port=$3 server_log=$4
+  shift 4
   for _ in $(seq 1 150); do
-    if curl -s -o /dev/null "http://127.0.0.1:$port/moto-api/"; then
+    if "$@"; then
       echo "$pid"
       return
     fi
     if ! kill -0 "$pid" 2>/dev/null; then
-      log "moto did not start; its log:"; cat "$local_dir/moto-$port.log" >&2
+      log "$name did not start; its log:"; cat "$server_log" >&2
       exit 1
     fi
     sleep 0.2
   done
-  log "moto did not answer on port $port within 30 s"
+  log "$name did not answer on port $port within 30 s"
   kill "$pid" 2>/dev/null || true
   exit 1
 }
@@ -219,25 +227,12 @@ dynamodb_start() {
   mkdir -p "$local_dir"
   (cd "$dir" && exec java -Xmx512m -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar \
       "${storage[@]}" -sharedDb -port "$port") >"$local_dir/dynamodb-$port.log" 2>&1 &
-  local pid=$!
-  for _ in $(seq 1 150); do
-    if curl -s -o /dev/null -X POST "http://127.0.0.1:$port" \
-        -H 'X-Amz-Target: DynamoDB_20120810.ListTables' \
-        -H 'Content-Type: application/x-amz-json-1.0' \
-        -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0' \
-        -d '{}'; then
-      echo "$pid"
-      return
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      log "DynamoDB Local did not start; its log:"; cat "$local_dir/dynamodb-$port.log" >&2
-      exit 1
-    fi
-    sleep 0.2
-  done
-  log "DynamoDB Local did not answer on port $port within 30 s"
-  kill "$pid" 2>/dev/null || true
-  exit 1
+  wait_until_answering "$!" "DynamoDB Local" "$port" "$local_dir/dynamodb-$port.log" \
+    curl -s -o /dev/null -X POST "http://127.0.0.1:$port" \
+    -H 'X-Amz-Target: DynamoDB_20120810.ListTables' \
+    -H 'Content-Type: application/x-amz-json-1.0' \
+    -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0' \
+    -d '{}'
 }
 
 dynamodb_stop() {

@@ -233,14 +233,20 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
     Ok(())
 }
 
-/// SQS through the SDK's default chains, or an emulator's endpoint.
-async fn sqs_client(endpoint: Option<&str>) -> aws_sdk_sqs::Client {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+/// The SDK's default chains (the operator's profiles, assumed roles, exported credentials), with
+/// the functions' HTTP client and time bounds.
+async fn operator_sdk_config() -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(shared::aws::http_client(shared::aws::Trust::System))
         .retry_config(shared::aws::retry_config())
         .timeout_config(shared::aws::timeout_config())
         .load()
-        .await;
+        .await
+}
+
+/// SQS through the SDK's default chains, or an emulator's endpoint.
+async fn sqs_client(endpoint: Option<&str>) -> aws_sdk_sqs::Client {
+    let config = operator_sdk_config().await;
     let mut sqs = aws_sdk_sqs::config::Builder::from(&config);
     if let Some(endpoint) = endpoint {
         sqs = sqs.endpoint_url(endpoint);
@@ -257,11 +263,5 @@ async fn client(endpoint: Option<&str>) -> Result<aws_sdk_dynamodb::Client, Admi
         return shared::aws::dynamodb_client(endpoint)
             .map_err(|missing| AdminError::Invalid(missing.to_string()));
     }
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(shared::aws::http_client(shared::aws::Trust::System))
-        .retry_config(shared::aws::retry_config())
-        .timeout_config(shared::aws::timeout_config())
-        .load()
-        .await;
-    Ok(aws_sdk_dynamodb::Client::new(&config))
+    Ok(aws_sdk_dynamodb::Client::new(&operator_sdk_config().await))
 }

@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use super::{LogQuery, Order};
+use super::query::{LogQuery, Order};
 
 /// What the store is asked for: one service's lines, narrowed and ordered.
 #[derive(Debug, Clone, PartialEq, Eq)]

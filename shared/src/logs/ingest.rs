@@ -4,8 +4,8 @@
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::MAX_ID_LENGTH;
 use super::line::PART_SUFFIX_LENGTH;
+use super::query::MAX_ID_LENGTH;
 use crate::validation::is_dns_label;
 
 pub const LOG_GROUP_PREFIX: &str = "/agent-hosting/";

@@ -15,8 +15,6 @@ pub mod read;
 pub mod store;
 pub mod text;
 
-use serde::Serialize;
-
 pub use cursor::CursorKey;
 pub use filter::{LogFilter, Placement};
 pub use ingest::{
@@ -24,26 +22,10 @@ pub use ingest::{
     parse_message, split_text,
 };
 pub use line::{LogLine, MAX_EVENT_ID_LENGTH, position, position_nanos, rfc3339_nanos};
-pub use query::{LogQuery, PARAMETERS};
+pub use query::{
+    DEFAULT_LIMIT, LogQuery, MAX_ID_LENGTH, MAX_LIMIT, MAX_QUERY_LENGTH, MAX_UNIX_SECONDS, Order,
+    PARAMETERS, QUERY_READ_BUDGET, RESULT_WINDOW,
+};
 pub use read::{LogEntry, LogsPage, ReadCost, Total, read};
 pub use store::{LinesCounted, LinesRead, LogStore, StoredLine};
 pub use text::matches_query;
-
-pub const DEFAULT_LIMIT: usize = 10;
-pub const MAX_LIMIT: usize = 1000;
-/// offset + limit may not exceed this (Elasticsearch's result window), nor does `total` count
-/// past it.
-pub const RESULT_WINDOW: usize = 10_000;
-pub const MAX_QUERY_LENGTH: usize = 256;
-pub const MAX_ID_LENGTH: usize = 256;
-/// The last second of year 9999: a larger value is almost surely milliseconds sent by mistake.
-pub const MAX_UNIX_SECONDS: i64 = 253_402_300_799;
-/// Items a text query may read per call; past it, `total` says `gte` and a cursor continues.
-pub const QUERY_READ_BUDGET: usize = 10_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Order {
-    Asc,
-    Desc,
-}

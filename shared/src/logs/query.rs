@@ -1,11 +1,29 @@
 //! GET .../logs query strings: every rule of contract section 4, with its defaults.
 
-use super::{
-    DEFAULT_LIMIT, MAX_ID_LENGTH, MAX_LIMIT, MAX_QUERY_LENGTH, MAX_UNIX_SECONDS, Order,
-    RESULT_WINDOW,
-};
+use serde::Serialize;
+
+use super::text;
 use crate::ApiError;
 use crate::validation::QueryParameters;
+
+pub const DEFAULT_LIMIT: usize = 10;
+pub const MAX_LIMIT: usize = 1000;
+/// offset + limit may not exceed this (Elasticsearch's result window), nor does `total` count
+/// past it.
+pub const RESULT_WINDOW: usize = 10_000;
+pub const MAX_QUERY_LENGTH: usize = 256;
+pub const MAX_ID_LENGTH: usize = 256;
+/// The last second of year 9999: a larger value is almost surely milliseconds sent by mistake.
+pub const MAX_UNIX_SECONDS: i64 = 253_402_300_799;
+/// Items a text query may read per call; past it, `total` says `gte` and a cursor continues.
+pub const QUERY_READ_BUDGET: usize = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    Asc,
+    Desc,
+}
 
 /// A validated GET .../logs query string with its defaults (contract section 4).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +35,7 @@ pub struct LogQuery {
     pub end_time: Option<i64>,
     pub deployment_id: Option<String>,
     pub session_id: Option<String>,
-    /// The text query, case-folded (matching is case-insensitive: [`super::text`]).
+    /// The text query, case-folded (matching is case-insensitive: [`text`]).
     pub query: Option<String>,
     pub cursor: Option<String>,
 }
@@ -126,7 +144,7 @@ impl LogQuery {
                     format!("query must be 1 to {MAX_QUERY_LENGTH} characters"),
                 ));
             }
-            other => other.map(|text| super::text::fold(text).into_owned()),
+            other => other.map(|text| text::fold(text).into_owned()),
         };
         // With a cursor, offset skips entries after it.
         let cursor = get("cursor").map(str::to_owned);

@@ -5,10 +5,11 @@ use serde::Serialize;
 use std::ops::Range;
 
 use super::cursor::CursorKey;
-use super::{
-    LogFilter, LogQuery, LogStore, Placement, QUERY_READ_BUDGET, RESULT_WINDOW, StoredLine,
-    matches_query, position_nanos, rfc3339_nanos,
-};
+use super::filter::{LogFilter, Placement};
+use super::line::{position_nanos, rfc3339_nanos};
+use super::query::{LogQuery, QUERY_READ_BUDGET, RESULT_WINDOW};
+use super::store::{LogStore, StoredLine};
+use super::text::matches_query;
 use crate::ApiError;
 use crate::error::StoreError;
 
@@ -400,7 +401,7 @@ mod tests {
             &"\u{1}".repeat(1000),
         ] {
             let line = StoredLine {
-                position: super::super::position(1_745_008_457_153_744_602, "1"),
+                position: super::super::line::position(1_745_008_457_153_744_602, "1"),
                 text: text.to_owned(),
                 deployment_id: "d".repeat(36),
                 session_id: Some("s".repeat(36)),

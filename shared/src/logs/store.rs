@@ -4,7 +4,8 @@
 
 use std::future::Future;
 
-use super::{LogFilter, LogLine};
+use super::filter::LogFilter;
+use super::line::LogLine;
 use crate::error::StoreError;
 
 pub trait LogStore: Send + Sync {

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, Select, WriteRequest};
 use serde::{Deserialize, Serialize};
 
@@ -193,15 +194,7 @@ impl LogStore for DynamoStore {
         after: Option<&str>,
         max_reads: usize,
     ) -> Result<LinesRead, StoreError> {
-        let output = self
-            .logs_query(filter, false)
-            .limit(query_limit(max_reads))
-            .set_exclusive_start_key(
-                after.map(|position| DynamoStore::start_after(filter, position)),
-            )
-            .send()
-            .await
-            .map_err(classify)?;
+        let output = self.one_logs_query(filter, after, max_reads, false).await?;
         let lines = output
             .items
             .unwrap_or_default()
@@ -225,15 +218,7 @@ impl LogStore for DynamoStore {
         after: Option<&str>,
         max_reads: usize,
     ) -> Result<LinesCounted, StoreError> {
-        let output = self
-            .logs_query(filter, true)
-            .limit(query_limit(max_reads))
-            .set_exclusive_start_key(
-                after.map(|position| DynamoStore::start_after(filter, position)),
-            )
-            .send()
-            .await
-            .map_err(classify)?;
+        let output = self.one_logs_query(filter, after, max_reads, true).await?;
         Ok(LinesCounted {
             count: usize::try_from(output.count).unwrap_or(0),
             items_read: usize::try_from(output.scanned_count).unwrap_or(0),
@@ -242,9 +227,25 @@ impl LogStore for DynamoStore {
     }
 }
 
-/// A Query's `Limit`: items it may evaluate.
-fn query_limit(max_reads: usize) -> i32 {
-    i32::try_from(max_reads.max(1)).unwrap_or(i32::MAX)
+impl DynamoStore {
+    /// One Query of the partition serving `filter`, after `after`, evaluating at most
+    /// `max_reads` items; counting them only when `select_count`.
+    async fn one_logs_query(
+        &self,
+        filter: &LogFilter,
+        after: Option<&str>,
+        max_reads: usize,
+        select_count: bool,
+    ) -> Result<QueryOutput, StoreError> {
+        self.logs_query(filter, select_count)
+            .limit(i32::try_from(max_reads.max(1)).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(
+                after.map(|position| DynamoStore::start_after(filter, position)),
+            )
+            .send()
+            .await
+            .map_err(classify)
+    }
 }
 
 #[cfg(test)]
