@@ -1,0 +1,390 @@
+//! Reading a create or update body: every rule of contract section 3 that one member decides.
+
+use super::{MAX_AGENTS, MIN_AGENTS};
+use crate::ApiError;
+use crate::manifest::{self, NODE_TYPES, NoiseFilter, Profile};
+use crate::validation::{DNS_LABEL_RULE, JsonObject, Member, check_image_reference, is_dns_label};
+
+/// The auto-scaling members of a body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalingChanges {
+    pub min_agents: Member<u32>,
+    pub max_agents: Member<u32>,
+}
+
+/// A create or update body, read and checked member by member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigChanges {
+    pub service_name: Member<String>,
+    pub image: Member<String>,
+    pub node_type: Member<&'static str>,
+    pub image_pull_secret_set: Member<String>,
+    pub secret_set: Member<String>,
+    pub auto_scaling: Member<ScalingChanges>,
+    pub enable_noise: Member<bool>,
+    /// `Given(None)`: `{}` or `{"audioFilter": null}`, no filter.
+    pub noise_filter: Member<Option<&'static NoiseFilter>>,
+    pub profile: Member<&'static Profile>,
+    pub enable_managed_keys: Member<bool>,
+}
+
+fn one_of(values: impl Iterator<Item = &'static str>) -> String {
+    values
+        .map(|v| format!("'{v}'"))
+        .collect::<Vec<_>>()
+        .join(" or ")
+}
+
+impl ConfigChanges {
+    /// Reads a body (already parsed as JSON): every rule of contract section 3 that one member
+    /// decides; the first broken rule is reported with the member's path. Rules between members
+    /// (`maxAgents >= minAgents`) are checked when the changes are applied.
+    pub fn from_json(body: serde_json::Value) -> Result<Self, ApiError> {
+        let mut body = JsonObject::root(body)?;
+
+        let service_name = body.take_string("serviceName")?;
+        if let Member::Given(name) = &service_name
+            && !is_dns_label(name)
+        {
+            return Err(ApiError::bad_request(
+                "serviceName",
+                format!("serviceName {DNS_LABEL_RULE}"),
+            ));
+        }
+
+        let image = body.take_string("image")?;
+        if let Member::Given(image) = &image {
+            check_image_reference(image)
+                .map_err(|rule| ApiError::bad_request("image", format!("image {rule}")))?;
+        }
+
+        let node_type = match body.take_string("nodeType")? {
+            Member::Given(value) => Member::Given(
+                NODE_TYPES
+                    .iter()
+                    .copied()
+                    .find(|known| *known == value)
+                    .ok_or_else(|| {
+                        ApiError::bad_request(
+                            "nodeType",
+                            format!("nodeType must be {}", one_of(NODE_TYPES.iter().copied())),
+                        )
+                    })?,
+            ),
+            Member::Absent => Member::Absent,
+            Member::Null => Member::Null,
+        };
+
+        let mut secret_name = |member: &str| -> Result<Member<String>, ApiError> {
+            match body.take_string(member)? {
+                Member::Given(name) if !is_dns_label(&name) => Err(ApiError::bad_request(
+                    member,
+                    format!("{member} {DNS_LABEL_RULE}"),
+                )),
+                other => Ok(other),
+            }
+        };
+        let image_pull_secret_set = secret_name("imagePullSecretSet")?;
+        let secret_set = secret_name("secretSet")?;
+
+        let auto_scaling = match body.take_object("autoScaling")? {
+            Member::Given(mut scaling) => {
+                // Both ranges are within 0..=50, so the casts cannot truncate.
+                let min_agents = scaling
+                    .take_integer("minAgents", MIN_AGENTS)?
+                    .map(|v| v as u32);
+                let max_agents = scaling
+                    .take_integer("maxAgents", MAX_AGENTS)?
+                    .map(|v| v as u32);
+                scaling.finish()?;
+                Member::Given(ScalingChanges {
+                    min_agents,
+                    max_agents,
+                })
+            }
+            Member::Absent => Member::Absent,
+            Member::Null => Member::Null,
+        };
+
+        let enable_noise = body.take_bool("enableNoise")?;
+
+        let noise_filter = match body.take_object("noiseViva")? {
+            Member::Given(mut noise) => {
+                let filter = match noise.take_string("audioFilter")?.given() {
+                    None => None,
+                    Some(name) => Some(manifest::noise_filter_named(&name).ok_or_else(|| {
+                        ApiError::bad_request(
+                            "noiseViva.audioFilter",
+                            format!(
+                                "noiseViva.audioFilter must be {}, or null for no filter",
+                                one_of(manifest::NOISE_FILTERS.iter().map(|f| f.name))
+                            ),
+                        )
+                    })?),
+                };
+                noise.finish()?;
+                Member::Given(filter)
+            }
+            Member::Absent => Member::Absent,
+            Member::Null => Member::Null,
+        };
+
+        let profile = match body.take_string("agentProfile")? {
+            Member::Given(name) => {
+                Member::Given(manifest::profile_named(&name).ok_or_else(|| {
+                    ApiError::bad_request(
+                        "agentProfile",
+                        format!(
+                            "agentProfile must be {}",
+                            one_of(manifest::PROFILES.iter().map(|p| p.name))
+                        ),
+                    )
+                })?)
+            }
+            Member::Absent => Member::Absent,
+            Member::Null => Member::Null,
+        };
+
+        let enable_managed_keys = body.take_bool("enableManagedKeys")?;
+
+        body.finish()?;
+
+        Ok(ConfigChanges {
+            service_name,
+            image,
+            node_type,
+            image_pull_secret_set,
+            secret_set,
+            auto_scaling,
+            enable_noise,
+            noise_filter,
+            profile,
+            enable_managed_keys,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use crate::manifest::Replicas;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn minimal_body_gets_every_default() {
+        let (name, spec) = create(valid()).unwrap();
+        assert_eq!(name, "my-agent");
+        assert_eq!(spec.node_type, "arm");
+        assert_eq!(spec.image_pull_secret_set, None);
+        assert_eq!(spec.secret_set, None);
+        assert_eq!(
+            spec.auto_scaling,
+            Replicas {
+                min_replicas: 0,
+                max_replicas: 50
+            }
+        );
+        assert!(!spec.enable_noise);
+        assert_eq!(spec.noise_filter, None);
+        assert_eq!(spec.profile.name, "agent-1x");
+        assert!(!spec.enable_managed_keys);
+    }
+
+    #[test]
+    fn null_members_mean_the_default() {
+        let mut body = valid();
+        for member in [
+            "nodeType",
+            "imagePullSecretSet",
+            "secretSet",
+            "autoScaling",
+            "enableNoise",
+            "noiseViva",
+            "agentProfile",
+            "enableManagedKeys",
+        ] {
+            body[member] = Value::Null;
+        }
+        assert_eq!(create(body).unwrap(), create(valid()).unwrap());
+    }
+
+    #[test]
+    fn every_member_is_read() {
+        let (name, spec) = create(json!({
+            "serviceName": "video-bot-2",
+            "image": "registry.example.com:5000/team/agent@sha256:".to_owned() + &"0".repeat(64),
+            "nodeType": "arm",
+            "imagePullSecretSet": "pull-secrets",
+            "secretSet": "env-secrets",
+            "autoScaling": {"minAgents": 2, "maxAgents": 2},
+            "enableNoise": true,
+            "noiseViva": {"audioFilter": "pro"},
+            "agentProfile": "agent-2x",
+            "enableManagedKeys": true
+        }))
+        .unwrap();
+        assert_eq!(name, "video-bot-2");
+        assert_eq!(spec.image_pull_secret_set.as_deref(), Some("pull-secrets"));
+        assert_eq!(spec.secret_set.as_deref(), Some("env-secrets"));
+        assert_eq!(spec.auto_scaling.min_replicas, 2);
+        assert_eq!(spec.auto_scaling.max_replicas, 2);
+        assert!(spec.enable_noise);
+        assert_eq!(spec.noise_filter.unwrap().name, "pro");
+        assert_eq!(spec.profile.name, "agent-2x");
+        assert!(spec.enable_managed_keys);
+    }
+
+    #[test]
+    fn noise_viva_off_forms_all_mean_no_filter() {
+        for off in [Value::Null, json!({}), json!({"audioFilter": null})] {
+            let spec = config(with("noiseViva", off.clone()));
+            assert_eq!(spec.noise_filter, None, "{off}");
+        }
+        let tel = config(with("noiseViva", json!({"audioFilter": "tel"})));
+        assert_eq!(tel.noise_filter.unwrap().name, "tel");
+    }
+
+    #[test]
+    fn autoscaling_defaults_each_bound_independently() {
+        let only_min = config(with("autoScaling", json!({"minAgents": 7})));
+        assert_eq!(
+            (
+                only_min.auto_scaling.min_replicas,
+                only_min.auto_scaling.max_replicas
+            ),
+            (7, 50)
+        );
+        let only_max = config(with("autoScaling", json!({"maxAgents": 1})));
+        assert_eq!(
+            (
+                only_max.auto_scaling.min_replicas,
+                only_max.auto_scaling.max_replicas
+            ),
+            (0, 1)
+        );
+        let edges = config(with(
+            "autoScaling",
+            json!({"minAgents": 50, "maxAgents": 50}),
+        ));
+        assert_eq!(edges.auto_scaling.max_replicas, 50);
+    }
+
+    #[test]
+    fn service_name_rules() {
+        rejected(json!({"image": "agent"}), "serviceName");
+        rejected(with("serviceName", json!("")), "serviceName");
+        rejected(with("serviceName", json!("My-Agent")), "serviceName");
+        rejected(with("serviceName", json!("-agent")), "serviceName");
+        rejected(with("serviceName", json!("agent-")), "serviceName");
+        rejected(with("serviceName", json!("my_agent")), "serviceName");
+        rejected(with("serviceName", json!("a".repeat(64))), "serviceName");
+        rejected(with("serviceName", json!(12)), "serviceName");
+        rejected(with("serviceName", Value::Null), "serviceName");
+        assert!(create(with("serviceName", json!("a".repeat(63)))).is_ok());
+    }
+
+    #[test]
+    fn image_rules() {
+        rejected(json!({"serviceName": "a"}), "image");
+        rejected(with("image", json!("")), "image");
+        rejected(with("image", json!("ghcr.io/Acme/agent")), "image");
+        rejected(
+            with("image", json!("ghcr.io/acme/agent@sha256:abc")),
+            "image",
+        );
+        rejected(
+            with("image", json!(format!("ghcr.io/{}", "a".repeat(510)))),
+            "image",
+        );
+        rejected(with("image", json!(["agent"])), "image");
+    }
+
+    #[test]
+    fn node_type_profile_and_filter_accept_only_their_table() {
+        rejected(with("nodeType", json!("x86")), "nodeType");
+        rejected(with("nodeType", json!("ARM")), "nodeType");
+        rejected(with("agentProfile", json!("agent-3x")), "agentProfile");
+        rejected(with("agentProfile", json!(1)), "agentProfile");
+        rejected(
+            with("noiseViva", json!({"audioFilter": "studio"})),
+            "noiseViva.audioFilter",
+        );
+        rejected(
+            with("noiseViva", json!({"audioFilter": true})),
+            "noiseViva.audioFilter",
+        );
+        rejected(
+            with("noiseViva", json!({"filter": "tel"})),
+            "noiseViva.filter",
+        );
+        rejected(with("noiseViva", json!("tel")), "noiseViva");
+    }
+
+    #[test]
+    fn secret_set_names_follow_the_name_rule() {
+        rejected(with("secretSet", json!("Secrets")), "secretSet");
+        rejected(with("secretSet", json!("")), "secretSet");
+        rejected(
+            with("imagePullSecretSet", json!("pull secrets")),
+            "imagePullSecretSet",
+        );
+        rejected(
+            with("imagePullSecretSet", json!(false)),
+            "imagePullSecretSet",
+        );
+    }
+
+    #[test]
+    fn autoscaling_bounds() {
+        rejected(
+            with("autoScaling", json!({"minAgents": -1})),
+            "autoScaling.minAgents",
+        );
+        rejected(
+            with("autoScaling", json!({"minAgents": 51})),
+            "autoScaling.minAgents",
+        );
+        rejected(
+            with("autoScaling", json!({"maxAgents": 0})),
+            "autoScaling.maxAgents",
+        );
+        rejected(
+            with("autoScaling", json!({"maxAgents": 51})),
+            "autoScaling.maxAgents",
+        );
+        rejected(
+            with("autoScaling", json!({"minAgents": 5, "maxAgents": 4})),
+            "autoScaling.maxAgents",
+        );
+        rejected(
+            with("autoScaling", json!({"minAgents": 1.5})),
+            "autoScaling.minAgents",
+        );
+        rejected(
+            with("autoScaling", json!({"maxAgents": "3"})),
+            "autoScaling.maxAgents",
+        );
+        rejected(
+            with("autoScaling", json!({"minReplicas": 1})),
+            "autoScaling.minReplicas",
+        );
+        rejected(with("autoScaling", json!([1, 2])), "autoScaling");
+        rejected(
+            with("autoScaling", json!({"maxAgents": u64::MAX})),
+            "autoScaling.maxAgents",
+        );
+    }
+
+    #[test]
+    fn booleans_are_strict() {
+        rejected(with("enableNoise", json!("true")), "enableNoise");
+        rejected(with("enableNoise", json!(1)), "enableNoise");
+        rejected(with("enableManagedKeys", json!("yes")), "enableManagedKeys");
+    }
+
+    #[test]
+    fn unknown_members_are_named() {
+        rejected(with("enableNoize", json!(true)), "enableNoize");
+        rejected(with("name", json!("x")), "name");
+    }
+}
