@@ -201,6 +201,17 @@ impl AgentRecord {
         &self.active.config
     }
 
+    /// The status of the deployment `deployment_id` if the agent runs it (active or serving).
+    pub fn status_of(&self, deployment_id: &str) -> Option<&DeploymentStatus> {
+        if self.active.deployment.id == deployment_id {
+            return Some(&self.active.status);
+        }
+        self.serving
+            .as_ref()
+            .filter(|serving| serving.deployment_id == deployment_id)
+            .map(|serving| &serving.status)
+    }
+
     /// The ETag of this version (a strong validator: it changes with every write).
     pub fn etag(&self) -> String {
         format!("\"{}\"", self.version)

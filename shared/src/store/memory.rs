@@ -204,19 +204,11 @@ impl AgentStore for MemoryStore {
         match change {
             Change::NewDeployment => state.keep_deployment(next, &next.active),
             Change::Status { deployment_id } => {
-                let status = if next.active.deployment.id == deployment_id {
-                    next.active.status.clone()
-                } else {
-                    next.serving
-                        .as_ref()
-                        .filter(|serving| serving.deployment_id == deployment_id)
-                        .map(|serving| serving.status.clone())
-                        .ok_or_else(|| {
-                            StoreError::Unexpected(
-                                "a status change of a deployment the agent does not run".into(),
-                            )
-                        })?
-                };
+                let status = next.status_of(deployment_id).cloned().ok_or_else(|| {
+                    StoreError::Unexpected(
+                        "a status change of a deployment the agent does not run".into(),
+                    )
+                })?;
                 let history = (
                     namespace.clone(),
                     next.service_id.clone(),

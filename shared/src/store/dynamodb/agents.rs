@@ -225,19 +225,11 @@ impl AgentStore for DynamoStore {
                 &DeploymentItem::new(next, &next.active),
             )?),
             Change::Status { deployment_id } => {
-                let status = if next.active.deployment.id == deployment_id {
-                    &next.active.status
-                } else {
-                    next.serving
-                        .as_ref()
-                        .filter(|serving| serving.deployment_id == deployment_id)
-                        .map(|serving| &serving.status)
-                        .ok_or_else(|| {
-                            StoreError::Unexpected(
-                                "a status change of a deployment the agent does not run".into(),
-                            )
-                        })?
-                };
+                let status = next.status_of(deployment_id).ok_or_else(|| {
+                    StoreError::Unexpected(
+                        "a status change of a deployment the agent does not run".into(),
+                    )
+                })?;
                 let update = Update::builder()
                     .table_name(&self.agents_table)
                     .set_key(Some(key(
