@@ -92,11 +92,7 @@ impl KnownDeployments {
         let Some(record) = agents.get_agent(namespace, agent).await? else {
             return Ok(Owner::UnknownAgent);
         };
-        let runs = record.active.deployment.id == deployment
-            || record
-                .serving
-                .as_ref()
-                .is_some_and(|serving| serving.deployment_id == deployment);
+        let runs = record.status_of(deployment).is_some();
         let ran = runs
             || agents
                 .get_deployment(namespace, &record.service_id, deployment)

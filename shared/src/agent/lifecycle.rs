@@ -20,7 +20,7 @@ use crate::ApiError;
 use crate::auth::Principal;
 use crate::error::StoreError;
 use crate::idempotency::{self, IdempotencyRecord};
-use crate::timestamp::rfc3339_millis;
+use crate::timestamp::{now_rfc3339_millis, rfc3339_millis};
 
 /// How long a write that keeps losing races to other writers of one agent is tried again
 /// before the caller is told to come back (a 503), well inside the functions' 10 s timeout.
@@ -271,7 +271,7 @@ pub async fn apply_report<S: AgentStore>(
         let Some(agent) = store.get_agent(&report.namespace, &report.agent).await? else {
             return Ok(ReportOutcome::UnknownAgent);
         };
-        let now = rfc3339_millis(OffsetDateTime::now_utc());
+        let now = now_rfc3339_millis();
         let next = match agent.apply(report, &now) {
             Ok(next) => next,
             Err(Unapplied::Stale) => return Ok(ReportOutcome::Stale),

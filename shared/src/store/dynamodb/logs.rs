@@ -156,7 +156,9 @@ impl DynamoStore {
 }
 
 /// What a line takes in storage, as DynamoDB bills it: each copy (the table's, and each index's
-/// that projects it) is its attributes' names and values plus 100 bytes of overhead.
+/// that projects it) is its attributes' names and values plus 100 bytes of overhead. For `make
+/// logs-cost`, hence test-support only.
+#[cfg(any(test, feature = "test-support"))]
 pub fn stored_bytes(line: &LogLine, retention_days: u32) -> usize {
     let item = LogItem::new(line, retention_days);
     let text = |s: &str| s.len();
