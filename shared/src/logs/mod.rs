@@ -1,20 +1,24 @@
 //! Agent logs: where lines come from (contract section 5) and how they are asked for (section 4).
 //!
-//! Ingestion ([`ingest`]) turns CloudWatch Logs events into [`LogLine`]s; reading turns a query
-//! string into a [`LogQuery`] ([`query`]), then a [`LogFilter`] ([`filter`]) on one service's
-//! lines, which [`read`] answers with passes over the [`LogStore`] port ([`store`]), continued by
-//! cursors ([`cursor`]). Positions in an agent's log are sort keys `{nanoseconds:020}#{eventId}`
+//! Ingestion ([`ingest`]) turns CloudWatch Logs events into [`LogLine`]s, kept in compressed
+//! chunks per log stream ([`chunk`]); reading turns a query string into a [`LogQuery`]
+//! ([`query`]), then a [`LogFilter`] ([`filter`]) on one service's lines, which [`read`] answers
+//! with passes ([`merge`]) over the chunks the [`LogStore`] port ([`store`]) returns, continued
+//! by cursors ([`cursor`]). Positions in an agent's log are `{nanoseconds:020}#{eventId}`
 //! ([`line`]): time order, ties broken by the event id, the same in both directions.
 
+pub mod chunk;
 pub mod cursor;
 pub mod filter;
 pub mod ingest;
 pub mod line;
+mod merge;
 pub mod query;
 pub mod read;
 pub mod store;
 pub mod text;
 
+pub use chunk::{LogChunk, pack};
 pub use cursor::CursorKey;
 pub use filter::{LogFilter, Placement};
 pub use ingest::{
@@ -27,5 +31,5 @@ pub use query::{
     PARAMETERS, QUERY_READ_BUDGET, RESULT_WINDOW,
 };
 pub use read::{LogEntry, LogsPage, ReadCost, Total, read};
-pub use store::{LinesCounted, LinesRead, LogStore, StoredLine};
+pub use store::{ChunkRequest, ChunksRead, LogStore, StoredLine};
 pub use text::matches_query;

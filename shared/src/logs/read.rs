@@ -7,15 +7,12 @@ use std::ops::Range;
 use super::cursor::CursorKey;
 use super::filter::{LogFilter, Placement};
 use super::line::{position_nanos, rfc3339_nanos};
+use super::merge::{Count, OrderedLines, count_lines};
 use super::query::{LogQuery, QUERY_READ_BUDGET, RESULT_WINDOW};
 use super::store::{LogStore, StoredLine};
 use super::text::matches_query;
 use crate::ApiError;
 use crate::error::StoreError;
-
-/// How many items one request of a text query's pass asks for: the matches are not known
-/// before the items are read, so a pass reads in pieces of this size up to its budget.
-const TEXT_SCAN_PAGE: usize = 1_000;
 
 /// The most a page's entries may take as JSON. Lambda answers at most 6 MB, and a line of
 /// control characters escapes to six bytes each: a page stops before this many bytes (its
@@ -51,11 +48,12 @@ struct Scan {
     kept: Vec<StoredLine>,
     /// Matching lines seen.
     matches: usize,
-    /// Items read from the store.
+    /// Lines read from the store.
     items_read: usize,
     /// Whether the pass reached the end of the range.
     exhausted: bool,
-    /// The position of the last item read, when the pass stopped early.
+    /// Where a later pass continues when this one stopped early: every line before it (in
+    /// reading order) was seen by this pass.
     last_read: Option<String>,
     /// What the kept lines take as JSON.
     kept_bytes: usize,
@@ -70,111 +68,67 @@ struct ScanLimits {
     keep: Range<usize>,
     /// Stop once this many lines matched.
     stop_after_matches: usize,
-    /// Stop once this many items were read.
+    /// Stop once this many lines were read.
     read_budget: usize,
     /// Keep no more lines once the kept ones take this many bytes as JSON.
     byte_budget: usize,
 }
 
-/// One ordered pass over the lines matching `filter` (its text query included), after `after`
-/// if given, request by request until the limits say stop or the range ends.
+/// One ordered pass over `lines`, matching `filter`'s text query, until the limits say stop or
+/// the range ends.
 async fn scan<S: LogStore>(
-    store: &S,
+    lines: &mut OrderedLines<'_, S>,
     filter: &LogFilter,
-    after: Option<&str>,
     limits: &ScanLimits,
 ) -> Result<Scan, StoreError> {
     let mut scan = Scan::default();
-    let mut resume = after.map(str::to_owned);
-    loop {
-        let budget_left = limits.read_budget.saturating_sub(scan.items_read);
-        let matches_left = limits.stop_after_matches.saturating_sub(scan.matches);
-        // Without a text query every unexpired line read matches, so ask for exactly what is
-        // still needed.
-        let want = match filter.query {
-            Some(_) => budget_left.min(TEXT_SCAN_PAGE),
-            None => budget_left.min(matches_left),
+    while scan.matches < limits.stop_after_matches {
+        let Some(line) = lines.next(limits.read_budget).await? else {
+            break;
         };
-        if want == 0 {
-            return Ok(scan);
-        }
-        let read = store.read_lines(filter, resume.as_deref(), want).await?;
-        scan.items_read += read.items_read;
-        for line in read.lines {
-            let position = line.position.clone();
-            let matched = filter
-                .query
-                .as_deref()
-                .is_none_or(|query| matches_query(&line.text, query));
-            if matched {
-                if limits.keep.contains(&scan.matches) && !scan.byte_budget_reached {
-                    let bytes = entry_json_bytes(&line);
-                    if scan.kept_bytes + bytes > limits.byte_budget && !scan.kept.is_empty() {
-                        // Counting goes on; keeping stops.
-                        scan.byte_budget_reached = true;
-                    } else {
-                        scan.kept_bytes += bytes;
-                        scan.kept.push(line);
-                    }
+        let matched = filter
+            .query
+            .as_deref()
+            .is_none_or(|query| matches_query(&line.text, query));
+        let position = line.position.clone();
+        if matched {
+            if limits.keep.contains(&scan.matches) && !scan.byte_budget_reached {
+                let bytes = entry_json_bytes(&line);
+                if scan.kept_bytes + bytes > limits.byte_budget && !scan.kept.is_empty() {
+                    // Counting goes on; keeping stops.
+                    scan.byte_budget_reached = true;
+                } else {
+                    scan.kept_bytes += bytes;
+                    scan.kept.push(line);
                 }
-                scan.matches += 1;
             }
-            scan.last_read = Some(position);
-            if scan.matches >= limits.stop_after_matches {
-                return Ok(scan);
-            }
+            scan.matches += 1;
         }
-        match read.resume_after {
-            None => {
-                scan.exhausted = true;
-                return Ok(scan);
-            }
-            Some(position) => {
-                scan.last_read = Some(position.clone());
-                resume = Some(position);
-            }
-        }
+        scan.last_read = Some(position);
     }
+    scan.items_read = lines.lines_read();
+    scan.exhausted = lines.exhausted();
+    if !scan.exhausted && scan.matches < limits.stop_after_matches {
+        // Stopped by the read budget: as far as every line is known to have been seen.
+        scan.last_read = lines.known_through().or(scan.last_read);
+    }
+    Ok(scan)
 }
 
-/// What a count found: the unexpired lines of the range (without the text query), whether
-/// the count reached the end of the range, and the items read.
-struct Count {
-    lines: usize,
-    complete: bool,
-    items_read: usize,
-}
-
-/// Counts the lines matching `filter` without its text query after `after` if given, reading
-/// at most `max_reads` items.
-async fn count<S: LogStore>(
-    store: &S,
+/// The page's pass: none when the cursor is past the range (nothing follows it).
+async fn page_pass<S: LogStore>(
+    lines: &mut OrderedLines<'_, S>,
     filter: &LogFilter,
-    after: Option<&str>,
-    max_reads: usize,
-) -> Result<Count, StoreError> {
-    let mut count = Count {
-        lines: 0,
-        complete: false,
-        items_read: 0,
-    };
-    let mut resume = after.map(str::to_owned);
-    loop {
-        let want = max_reads.saturating_sub(count.items_read);
-        if want == 0 {
-            return Ok(count);
-        }
-        let counted = store.count_lines(filter, resume.as_deref(), want).await?;
-        count.lines += counted.count;
-        count.items_read += counted.items_read;
-        match counted.resume_after {
-            None => {
-                count.complete = true;
-                return Ok(count);
-            }
-            Some(position) => resume = Some(position),
-        }
+    limits: &ScanLimits,
+    past_range: bool,
+) -> Result<Scan, StoreError> {
+    if past_range {
+        return Ok(Scan {
+            exhausted: true,
+            ..Scan::default()
+        });
     }
+    scan(lines, filter, limits).await
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -269,15 +223,7 @@ pub async fn read<S: LogStore>(
         .as_deref()
         .filter(|_| placement == Some(Placement::InRange));
     let finished = placement == Some(Placement::PastRange);
-    let page_scan = |limits: ScanLimits| async move {
-        if finished {
-            return Ok(Scan {
-                exhausted: true,
-                ..Scan::default()
-            });
-        }
-        scan(store, filter, start_after, &limits).await
-    };
+    let mut page_lines = OrderedLines::new(store, filter, start_after);
 
     // A range that ends before it starts (endTime before the retention period) holds nothing;
     // DynamoDB would reject the inverted BETWEEN.
@@ -311,7 +257,7 @@ pub async fn read<S: LogStore>(
                         read_budget: QUERY_READ_BUDGET,
                         byte_budget: 0,
                     };
-                    scan(store, passed, None, &limits).await
+                    scan(&mut OrderedLines::new(store, passed, None), passed, &limits).await
                 }
                 None => Ok(Scan {
                     exhausted: true,
@@ -319,7 +265,8 @@ pub async fn read<S: LogStore>(
                 }),
             }
         };
-        let (page, before) = tokio::join!(page_scan(limits), before);
+        let page = page_pass(&mut page_lines, filter, &limits, finished);
+        let (page, before) = tokio::join!(page, before);
         let (page, before) = (page?, before?);
         let total = Total::exact_or_bound(
             before.matches + page.matches,
@@ -334,16 +281,16 @@ pub async fn read<S: LogStore>(
             read_budget: 2 * (RESULT_WINDOW + 1),
             byte_budget: PAGE_BYTE_BUDGET,
         };
-        let page = page_scan(limits);
+        let page = page_pass(&mut page_lines, filter, &limits, finished);
         // At most RESULT_WINDOW reads: with the page's first match that is enough to tell
         // "more than 10,000".
         let before = async {
             match &passed {
-                Some(passed) => count(store, passed, None, RESULT_WINDOW).await,
+                Some(passed) => count_lines(store, passed, RESULT_WINDOW).await,
                 None => Ok(Count {
                     lines: 0,
                     complete: true,
-                    items_read: 0,
+                    lines_read: 0,
                 }),
             }
         };
@@ -352,14 +299,16 @@ pub async fn read<S: LogStore>(
         let counted = before.lines + scan.matches;
         if scan.exhausted || !before.complete {
             let total = Total::exact_or_bound(counted, before.complete);
-            (scan, total, before.items_read)
+            (scan, total, before.lines_read)
         } else {
             // Whether there are more than RESULT_WINDOW matches is known after RESULT_WINDOW + 1
-            // reads; the page's own reads count towards them.
-            let max_reads = (RESULT_WINDOW + 1).saturating_sub(before.items_read + scan.items_read);
-            let after_page = count(store, filter, scan.last_read.as_deref(), max_reads).await?;
-            let total = Total::exact_or_bound(counted + after_page.lines, after_page.complete);
-            (scan, total, before.items_read + after_page.items_read)
+            // reads; the page's own reads count towards them, and the lines it read past its end
+            // are counted without reading them again.
+            let budget = (RESULT_WINDOW + 1).saturating_sub(before.lines_read);
+            let (after_page, complete) = page_lines.count_rest(budget).await?;
+            let total = Total::exact_or_bound(counted + after_page, complete);
+            let counting_read = page_lines.lines_read() - scan.items_read;
+            (scan, total, before.lines_read + counting_read)
         }
     };
 

@@ -12,11 +12,11 @@ use crate::agent::{
 use crate::auth::{ApiKey, KeyHash, KeyRecord, KeyStore, Principal};
 use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
-use crate::logs::store::{LinesCounted, LinesRead};
-use crate::logs::{LogFilter, LogLine, LogStore, Order, StoredLine};
+use crate::logs::{ChunkRequest, ChunksRead, LogChunk, LogStore, Order};
 
 /// One service's lines: position → (line, expires at).
-type ServiceLog = BTreeMap<String, (LogLine, i64)>;
+/// A service's chunks by key.
+type ServiceLog = BTreeMap<String, LogChunk>;
 
 /// Agents, their history and idempotency records: what one DynamoDB transaction spans.
 #[derive(Debug, Default)]
@@ -267,112 +267,65 @@ impl KeyStore for MemoryStore {
 }
 
 impl LogStore for MemoryStore {
-    async fn put_lines(&self, lines: &[LogLine], retention_days: u32) -> Result<(), StoreError> {
+    async fn put_chunks(&self, chunks: &[LogChunk]) -> Result<(), StoreError> {
         let mut logs = lock(&self.logs);
-        for line in lines {
-            let expires = line.expires_at(retention_days);
-            logs.entry(line.service_id.clone())
+        for chunk in chunks {
+            logs.entry(chunk.service_id.clone())
                 .or_default()
-                .insert(line.position(), (line.clone(), expires));
+                .insert(chunk.last_position.clone(), chunk.clone());
         }
         Ok(())
     }
 
-    async fn read_lines(
-        &self,
-        filter: &LogFilter,
-        after: Option<&str>,
-        max_reads: usize,
-    ) -> Result<LinesRead, StoreError> {
-        let (read, resume_after) = self.query_lines(filter, after, max_reads);
-        let items_read = read.len();
-        let lines = read
-            .into_iter()
-            .filter(|(line, expires)| *expires > filter.now && filter_expression(filter, line))
-            .map(|(line, _)| StoredLine {
-                position: line.position(),
-                text: line.text,
-                deployment_id: line.deployment_id,
-                session_id: line.session_id,
-            })
-            .collect();
-        Ok(LinesRead {
-            lines,
-            items_read,
-            resume_after,
-        })
-    }
-
-    async fn count_lines(
-        &self,
-        filter: &LogFilter,
-        after: Option<&str>,
-        max_reads: usize,
-    ) -> Result<LinesCounted, StoreError> {
-        let (read, resume_after) = self.query_lines(filter, after, max_reads);
-        Ok(LinesCounted {
-            count: read
-                .iter()
-                .filter(|(line, expires)| *expires > filter.now && filter_expression(filter, line))
-                .count(),
-            items_read: read.len(),
-            resume_after,
-        })
-    }
-}
-
-impl MemoryStore {
-    /// What one DynamoDB Query of the partition serving `filter` evaluates: its lines in the
-    /// range (both ends inclusive, as `BETWEEN`), in order, after `after`, at most `max_reads`;
-    /// and where the next continues, if more follow.
-    fn query_lines(
-        &self,
-        filter: &LogFilter,
-        after: Option<&str>,
-        max_reads: usize,
-    ) -> (Vec<(LogLine, i64)>, Option<String>) {
+    /// What one DynamoDB Query of the partition serving the filter returns: its chunks with keys
+    /// in the range (both ends inclusive, as `BETWEEN`), in order, after `after_key`, at most
+    /// `max_chunks`; and where the next continues, if more follow.
+    async fn read_chunks(&self, request: &ChunkRequest<'_>) -> Result<ChunksRead, StoreError> {
+        let filter = request.filter;
         let logs = lock(&self.logs);
         let Some(service) = logs.get(&filter.service_id) else {
-            return (Vec::new(), None);
+            return Ok(ChunksRead::default());
         };
-        let in_partition = |line: &LogLine| match (&filter.session_id, &filter.deployment_id) {
-            (Some(session), _) => line.session_id.as_ref() == Some(session),
-            (None, Some(deployment)) => line.deployment_id == *deployment,
+        if request.from_key > request.to_key {
+            return Ok(ChunksRead::default());
+        }
+        let in_partition = |chunk: &LogChunk| match (&filter.session_id, &filter.deployment_id) {
+            (Some(session), deployment) => {
+                chunk.session_id.as_ref() == Some(session)
+                    && deployment
+                        .as_ref()
+                        .is_none_or(|d| *d == chunk.deployment_id)
+            }
+            (None, Some(deployment)) => chunk.deployment_id == *deployment,
             (None, None) => true,
         };
         let range = (
-            Bound::Included(filter.from_position.clone()),
-            Bound::Included(filter.to_position.clone()),
+            Bound::Included(request.from_key.to_owned()),
+            Bound::Included(request.to_key.to_owned()),
         );
-        let in_range = service.range(range).filter(|(position, _)| {
-            after.is_none_or(|after| match filter.order {
-                Order::Asc => position.as_str() > after,
-                Order::Desc => position.as_str() < after,
+        let in_range = service.range(range).filter(|(key, _)| {
+            request.after_key.is_none_or(|after| match filter.order {
+                Order::Asc => key.as_str() > after,
+                Order::Desc => key.as_str() < after,
             })
         });
         let ordered: Box<dyn Iterator<Item = _>> = match filter.order {
             Order::Asc => Box::new(in_range),
             Order::Desc => Box::new(in_range.rev()),
         };
-        let mut matching = ordered.filter(|(_, (line, _))| in_partition(line));
-        let read: Vec<(LogLine, i64)> = matching
+        let mut matching = ordered.filter(|(_, chunk)| in_partition(chunk));
+        let chunks: Vec<LogChunk> = matching
             .by_ref()
-            .take(max_reads)
-            .map(|(_, entry)| entry.clone())
+            .take(request.max_chunks.max(1))
+            .map(|(_, chunk)| chunk.clone())
             .collect();
         let more = matching.next().is_some();
         let resume_after = more
-            .then(|| read.last().map(|(line, _)| line.position()))
+            .then(|| chunks.last().map(|chunk| chunk.last_position.clone()))
             .flatten();
-        (read, resume_after)
-    }
-}
-
-/// The Query's filter expression beyond expiry: with both a session and a deployment, the
-/// session index's items of another deployment are read and dropped.
-fn filter_expression(filter: &LogFilter, line: &LogLine) -> bool {
-    match (&filter.session_id, &filter.deployment_id) {
-        (Some(_), Some(deployment)) => line.deployment_id == *deployment,
-        _ => true,
+        Ok(ChunksRead {
+            chunks,
+            resume_after,
+        })
     }
 }

@@ -4,15 +4,19 @@
 //!     make logs-cost VOLUMES=1000,10000
 //!
 //! Writes: batches of 1, 10, 50 and 500 lines (one log stream: a deployment and a session, as a
-//! CloudWatch subscription batch is) of about 100, 200 and 1,000 bytes, through the store's own
-//! write path; the write units the table and its indexes consumed, as DynamoDB Local reports
-//! them (`ReturnConsumedCapacity`), per line, and the bytes stored (each copy's attributes and
-//! its 100 bytes of overhead, as DynamoDB bills storage) per byte of raw text.
+//! CloudWatch subscription batch is) of about 100, 200 and 1,000 bytes, of agent-like text and
+//! of random characters, packed into chunks and written by the store's own write path; the
+//! write units the table and its indexes consumed, as DynamoDB Local reports them
+//! (`ReturnConsumedCapacity`), per line, and the bytes stored (each copy's attributes and its
+//! 100 bytes of overhead, as DynamoDB bills storage) per byte of raw text.
+//!
+//! Load: one agent at 5,000 lines a second (LOAD_SECONDS of log time, 10 by default), and the
+//! write units each partition key of the table and its indexes receives per second.
 //!
 //! Reads: for each volume it stores that many lines for one agent (10 deployments of 10
 //! sessions each, one line a millisecond), then reads a default page (limit 10) with each filter
-//! and prints the items the page read and the items counting `total` read (DynamoDB's
-//! ScannedCount).
+//! and prints the lines the page read and the lines counting `total` read (every line of every
+//! chunk read).
 
 use integration_tests::TestStore;
 use shared::logs::{self, LogFilter, LogLine, LogQuery, LogStore};
@@ -20,7 +24,7 @@ use shared::store::dynamodb::logs::stored_bytes;
 
 const RETENTION_DAYS: u32 = 30;
 
-fn lines(service_id: &str, count: usize, base_nanos: u64) -> Vec<LogLine> {
+fn lines_of_volume(service_id: &str, count: usize, base_nanos: u64) -> Vec<LogLine> {
     (0..count)
         .map(|i| {
             let deployment = i % 10;
@@ -41,63 +45,218 @@ fn lines(service_id: &str, count: usize, base_nanos: u64) -> Vec<LogLine> {
         .collect()
 }
 
-/// A line of about `bytes` bytes, as an agent writes them: words and numbers that vary.
-fn text_of(i: usize, bytes: usize) -> String {
-    let mut text = format!("{i:06} session joined, audio level -{} dB", 20 + i % 7);
+/// What lines say: as an agent writes them (a few kinds of line, words and numbers that vary),
+/// or random characters, which no compression shortens much (the worst case).
+#[derive(Clone, Copy)]
+enum Text {
+    Agent,
+    Random,
+}
+
+/// A line of about `bytes` bytes.
+fn text_of(kind: Text, i: usize, bytes: usize) -> String {
+    let mut text = match kind {
+        Text::Agent => {
+            let kinds = [
+                "DEBUG | pipecat.transports.daily:on_audio_frame - received audio frame",
+                "DEBUG | pipecat.services.openai:_stream_chat_completions - generating chat",
+                "INFO | pipecat.processors.metrics:ttfb - OpenAILLMService#0 time to first byte",
+                "DEBUG | pipecat.transports.base_output:_bot_started_speaking - bot speaking",
+            ];
+            format!(
+                "2026-11-23 19:51:{:02}.{:03} | {} len={} sample_rate=16000 seq={i}",
+                i / 1000 % 60,
+                i % 1000,
+                kinds[i % kinds.len()],
+                320 + i % 17 * 2
+            )
+        }
+        Text::Random => String::new(),
+    };
+    // A small deterministic generator: the table is the same at every run.
+    let mut state = (i as u64)
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ";
     let words = [
         " frame",
-        " processed",
-        " in",
-        " ms",
         " codec=opus",
-        " jitter",
+        " jitter_ms=",
         " buffer",
         " ok",
+        " vad=",
+        " rms=",
     ];
-    let mut n = i;
     while text.len() < bytes {
-        text.push_str(words[n % words.len()]);
-        text.push_str(&format!(" {}", n % 1000));
-        n = n.wrapping_mul(31).wrapping_add(7);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        match kind {
+            Text::Agent => {
+                text.push_str(words[(state >> 33) as usize % words.len()]);
+                text.push_str(&((state >> 40) % 1000).to_string());
+            }
+            Text::Random => text.push(alphabet[(state >> 33) as usize % alphabet.len()] as char),
+        }
     }
     text.truncate(bytes);
     text
 }
 
+/// A stream's batch: `count` lines of `bytes` bytes, `spacing` nanoseconds apart from `start`.
+struct Batch<'a> {
+    service_id: &'a str,
+    deployment_id: &'a str,
+    session_id: &'a str,
+    count: usize,
+    bytes: usize,
+    kind: Text,
+    start: u64,
+    spacing: u64,
+    first_id: usize,
+}
+
+fn batch_of(batch: Batch<'_>) -> Vec<LogLine> {
+    let Batch {
+        service_id,
+        deployment_id,
+        session_id,
+        count,
+        bytes,
+        kind,
+        start,
+        spacing,
+        first_id,
+    } = batch;
+    (0..count)
+        .map(|i| LogLine {
+            service_id: service_id.to_owned(),
+            deployment_id: deployment_id.to_owned(),
+            session_id: Some(session_id.to_owned()),
+            // CloudWatch's event ids: 56 digits, rising.
+            event_id: format!("{:056}", 38_000_000 + first_id + i),
+            timestamp_nanos: start + i as u64 * spacing,
+            text: text_of(kind, first_id + i, bytes),
+        })
+        .collect()
+}
+
 /// The write side: write units per line and stored bytes per raw byte, per batch and line size.
 async fn writes(store: &TestStore) {
-    println!("| batch (lines) | line (bytes) | write units per line | stored bytes per raw byte |");
-    println!("|---:|---:|---:|---:|");
+    println!(
+        "| text | batch (lines) | line (bytes) | chunks | write units per line | stored bytes per raw byte |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
     let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64;
-    for batch in [1usize, 10, 50, 500] {
-        for bytes in [100usize, 200, 1000] {
-            let service_id = format!("write-{batch}-{bytes}");
-            let lines: Vec<LogLine> = (0..batch)
-                .map(|i| LogLine {
-                    service_id: service_id.clone(),
-                    deployment_id: "0b5f8e0e-6d8c-4a4e-9b7e-3f1c2d4e5a6b".into(),
-                    session_id: Some("c7e1f0a2-9b3d-4e5f-8a6b-1c2d3e4f5a6b".into()),
-                    event_id: format!("{:056}", 38_000_000 + i),
-                    timestamp_nanos: now - 60_000_000_000 + i as u64 * 1_000_000,
-                    text: text_of(i, bytes),
-                })
-                .collect();
-            let write_units = store
+    for (kind, name) in [(Text::Agent, "agent log"), (Text::Random, "random")] {
+        for batch in [1usize, 10, 50, 500] {
+            for bytes in [100usize, 200, 1000] {
+                let service_id = format!("write-{name}-{batch}-{bytes}");
+                // A busy session: a line a millisecond.
+                let lines = batch_of(Batch {
+                    service_id: &service_id,
+                    deployment_id: "0b5f8e0e-6d8c-4a4e-9b7e-3f1c2d4e5a6b",
+                    session_id: "c7e1f0a2-9b3d-4e5f-8a6b-1c2d3e4f5a6b",
+                    count: batch,
+                    bytes,
+                    kind,
+                    start: now - 60_000_000_000,
+                    spacing: 1_000_000,
+                    first_id: 0,
+                });
+                let chunks = logs::pack(&lines, RETENTION_DAYS);
+                let write_units = store
+                    .store
+                    .put_chunks_measured(&chunks)
+                    .await
+                    .expect("storing lines")
+                    .total();
+                let raw: usize = lines.iter().map(|line| line.text.len()).sum();
+                let stored: usize = chunks.iter().map(stored_bytes).sum();
+                println!(
+                    "| {name} | {batch} | {bytes} | {} | {:.3} | {:.2} |",
+                    chunks.len(),
+                    write_units / batch as f64,
+                    stored as f64 / raw as f64
+                );
+            }
+        }
+    }
+    println!();
+}
+
+/// One agent at 5,000 lines a second: 100 sessions (of 2 deployments) at 50 lines a second,
+/// each delivering a batch a second (as CloudWatch's subscription does, per log stream), for
+/// `seconds` seconds of log time, written through the ingest path's store call. DynamoDB Local
+/// does not throttle, so what shows that nothing would is what each partition key receives per
+/// second, against DynamoDB's 1,000 write units a second per partition key.
+async fn load(store: &TestStore, seconds: u64) {
+    const SESSIONS: usize = 100;
+    const LINES_PER_SECOND: usize = 50;
+    let service_id = "load-agent";
+    let start = time::OffsetDateTime::now_utc().unix_timestamp_nanos() as u64 - 3_600_000_000_000;
+    let mut by_key: std::collections::BTreeMap<String, f64> = Default::default();
+    let mut total = 0.0;
+    let mut lines_written = 0;
+    for second in 0..seconds {
+        for session in 0..SESSIONS {
+            let deployment = session % 2;
+            let session_id = format!("session-{session:03}");
+            let lines = batch_of(Batch {
+                service_id,
+                deployment_id: &format!("deployment-{deployment}"),
+                session_id: &session_id,
+                count: LINES_PER_SECOND,
+                bytes: 200,
+                kind: Text::Agent,
+                start: start + second * 1_000_000_000 + session as u64 * 7_000,
+                spacing: 1_000_000_000 / LINES_PER_SECOND as u64,
+                first_id: (second as usize * SESSIONS + session) * LINES_PER_SECOND,
+            });
+            lines_written += lines.len();
+            let units = store
                 .store
-                .put_lines_measured(&lines, RETENTION_DAYS)
+                .put_chunks_measured(&logs::pack(&lines, RETENTION_DAYS))
                 .await
                 .expect("storing lines");
-            let raw: usize = lines.iter().map(|line| line.text.len()).sum();
-            let stored: usize = lines
-                .iter()
-                .map(|line| stored_bytes(line, RETENTION_DAYS))
-                .sum();
-            println!(
-                "| {batch} | {bytes} | {:.2} | {:.2} |",
-                write_units / batch as f64,
-                stored as f64 / raw as f64
-            );
+            total += units.total();
+            *by_key.entry(format!("table pk {service_id}")).or_default() += units.table;
+            for (index, value) in &units.indexes {
+                let key = if index == "by-deployment" {
+                    format!("by-deployment {service_id}#deployment-{deployment}")
+                } else {
+                    format!("{index} {service_id}#{session_id}")
+                };
+                *by_key.entry(key).or_default() += value;
+            }
         }
+    }
+    let per_second = |units: f64| units / seconds as f64;
+    println!(
+        "Load: {} lines/s for {seconds} s of log time ({SESSIONS} sessions, 2 deployments): {:.3} write units a line, {:.0} write units/s in all.",
+        lines_written as u64 / seconds,
+        total / lines_written as f64,
+        per_second(total)
+    );
+    println!();
+    println!("| partition key (table or index) | write units per second | of DynamoDB's 1,000 |");
+    println!("|---|---:|---:|");
+    let busiest_session = by_key
+        .iter()
+        .filter(|(key, _)| key.starts_with("by-session"))
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(key, value)| (key.clone(), *value));
+    for (key, units) in by_key
+        .iter()
+        .filter(|(key, _)| !key.starts_with("by-session"))
+        .map(|(key, value)| (key.clone(), *value))
+        .chain(busiest_session.map(|(key, value)| (format!("{key} (the busiest session)"), value)))
+    {
+        println!(
+            "| {key} | {:.0} | {:.0}% |",
+            per_second(units),
+            per_second(units) / 10.0
+        );
     }
     println!();
 }
@@ -115,6 +274,11 @@ async fn main() {
         .collect();
     let store = TestStore::new().await;
     writes(&store).await;
+    let load_seconds = std::env::var("LOAD_SECONDS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(10);
+    load(&store, load_seconds).await;
     println!("| lines | filter | returned | page items read | total items read | total |");
     println!("|---:|---|---:|---:|---:|---|");
     for volume in volumes {
@@ -124,7 +288,7 @@ async fn main() {
         // The lines end an hour ago, one per millisecond.
         let base =
             (now.unix_timestamp_nanos() as u64) - 3_600_000_000_000 - volume as u64 * 1_000_000;
-        let all = lines(&service_id, volume, base);
+        let all = lines_of_volume(&service_id, volume, base);
         let started = std::time::Instant::now();
         for chunk in all.chunks(2_000) {
             store

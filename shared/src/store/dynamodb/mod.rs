@@ -68,6 +68,34 @@ fn built(error: aws_sdk_dynamodb::error::BuildError) -> StoreError {
     StoreError::Unexpected(error.into())
 }
 
+/// Write units a write consumed, as DynamoDB reports them (`ReturnConsumedCapacity`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WriteUnits {
+    pub table: f64,
+    /// By index name.
+    pub indexes: std::collections::BTreeMap<String, f64>,
+}
+
+impl WriteUnits {
+    pub fn total(&self) -> f64 {
+        self.table + self.indexes.values().sum::<f64>()
+    }
+
+    fn add(&mut self, consumed: &aws_sdk_dynamodb::types::ConsumedCapacity) {
+        match (&consumed.table, &consumed.global_secondary_indexes) {
+            (Some(table), indexes) => {
+                self.table += table.capacity_units.unwrap_or(0.0);
+                for (name, index) in indexes.iter().flatten() {
+                    *self.indexes.entry(name.clone()).or_default() +=
+                        index.capacity_units.unwrap_or(0.0);
+                }
+            }
+            // Without a breakdown: all of it the table's.
+            (None, _) => self.table += consumed.capacity_units.unwrap_or(0.0),
+        }
+    }
+}
+
 fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
@@ -197,51 +225,47 @@ impl DynamoStore {
         }
     }
 
-    /// Writes every request, 25 a call, trying unprocessed ones again with backoff.
     /// Writes the requests 25 at a time, retrying unprocessed items; the write units the table
-    /// and its indexes consumed, as DynamoDB reports them.
+    /// and each of its indexes consumed, as DynamoDB reports them.
     async fn batch_write(
         &self,
         table: &str,
         requests: Vec<WriteRequest>,
-    ) -> Result<f64, StoreError> {
-        let mut write_units = 0.0;
+    ) -> Result<WriteUnits, StoreError> {
+        let mut units = WriteUnits::default();
         let mut requests = requests.into_iter().peekable();
         while requests.peek().is_some() {
-            let mut chunk: Vec<WriteRequest> = requests.by_ref().take(BATCH_SIZE).collect();
+            let mut batch: Vec<WriteRequest> = requests.by_ref().take(BATCH_SIZE).collect();
             let mut round = 0;
-            while !chunk.is_empty() {
+            while !batch.is_empty() {
                 if round > 0 {
                     // Jitter-free exponential backoff; the SDK already retried throttling.
                     tokio::time::sleep(Duration::from_millis(25 << round.min(6))).await;
                 }
                 if round == UNPROCESSED_ROUNDS {
                     return Err(StoreError::Throttled(
-                        format!("{} items still unprocessed after retries", chunk.len()).into(),
+                        format!("{} items still unprocessed after retries", batch.len()).into(),
                     ));
                 }
                 round += 1;
                 let output = self
                     .client
                     .batch_write_item()
-                    .request_items(table, chunk)
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .request_items(table, batch)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                     .send()
                     .await
                     .map_err(classify)?;
-                write_units += output
-                    .consumed_capacity
-                    .iter()
-                    .flatten()
-                    .filter_map(|consumed| consumed.capacity_units)
-                    .sum::<f64>();
-                chunk = output
+                for consumed in output.consumed_capacity.iter().flatten() {
+                    units.add(consumed);
+                }
+                batch = output
                     .unprocessed_items
                     .and_then(|mut tables| tables.remove(table))
                     .unwrap_or_default();
             }
         }
-        Ok(write_units)
+        Ok(units)
     }
 
     /// Every item of a namespace in the agents table (tests and operators: it reads the whole
