@@ -32,7 +32,8 @@ help:
 	@echo "make test     run every test (starts its own DynamoDB Local, cargo lambda watch and sam local)"
 	@echo "make e2e      only the end-to-end suites (through cargo lambda watch, then sam local)"
 	@echo "make api-key ACCOUNT=<name>   create the account if needed, print a new key (last line)"
-	@echo "make logs-cost [VOLUMES=1000,10000,100000]   write units and bytes per line, items read per page"
+	@echo "make logs-cost [VOLUMES=1000,10000,100000] [BASELINE=rev]   write units and bytes per line,"
+	@echo "              a 5,000 lines/s load's write units per key, lines read per page"
 	@echo "make validate sam validate --lint and cfn-lint on template.yaml"
 	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
 	@echo "make schemathesis   schemathesis against the local service (also in make test; SCHEMATHESIS_EXAMPLES=300)"
@@ -97,10 +98,11 @@ schemathesis:
 api-key:
 	@$(ADMIN) issue-key "$(ACCOUNT)" --create-account
 
-# Items read per logs page by filter kind and agent volume, on a DynamoDB Local of its own.
+# What a line costs to write and keep, a load run's per-key write units, and lines read per logs
+# page by filter and volume, on a DynamoDB Local of its own; BASELINE=rev runs that commit's
+# logs-cost first, on the same DynamoDB Local (before and after in one run).
 logs-cost:
-	@scripts/local.sh dynamodb-tools
-	@scripts/with-dynamodb.sh cargo run --quiet --package integration-tests --bin logs-cost
+	@BASELINE="$(BASELINE)" scripts/logs-cost.sh
 
 lint:
 	cargo fmt --all -- --check

@@ -35,12 +35,14 @@ if deployment=$(curl -sf "$STACK_API_URL/agents/demo-agent" -H "Authorization: B
   scripts/demo-logs-event.py dev-local demo-agent "$deployment/demo-session" >.local/demo-logs-event.json
   stack_invoke "$STACK_INGEST_FUNCTION" .local/demo-logs-event.json >/dev/null && echo "demo log lines ingested"
 else
-  # The items of the first slice's store (before agents had versions and deployments) are not
-  # read by this version, which has no migration for them yet (README, Upgrading).
+  # The items of the first slice's store (before agents had versions and deployments) are read
+  # once migrated (README, Upgrading).
   cat >&2 <<WARN
-demo-agent cannot be read: .local/dynamodb-data holds agents written by an earlier version of
-the store, which this version does not read. The API is served; to start from empty data, stop
-it and run:  mv .local/dynamodb-data .local/dynamodb-data.old && make run
+demo-agent cannot be read: .local/dynamodb-data holds agents written by the first slice's store.
+Migrate them (idempotent) while this runs, in another terminal:
+  AGENTS_TABLE=$AGENTS_TABLE LOGS_TABLE=$LOGS_TABLE DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT \\
+    cargo run -p agent-hosting-admin -- migrate-first-slice
+or start from empty data: stop it and run  mv .local/dynamodb-data .local/dynamodb-data.old && make run
 WARN
 fi
 

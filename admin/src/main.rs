@@ -1,7 +1,8 @@
 //! agent-hosting-admin: the operator's command. Creates the tables on a local endpoint (from the
 //! same definitions template.yaml is checked against), creates accounts, and issues, lists and
-//! revokes API keys on any endpoint: DynamoDB Local or AWS (with the usual AWS credentials), and
-//! replays the ingest function's failure queue (replay.rs).
+//! revokes API keys on any endpoint: DynamoDB Local or AWS (with the usual AWS credentials),
+//! replays the ingest function's failure queue (replay.rs), and upgrades a store the first slice
+//! wrote (`migrate-first-slice`).
 //!
 //! Informational lines go to stderr; stdout carries only the result (for an issued key: the key
 //! alone, on the last line), so scripts can capture it.
@@ -81,6 +82,10 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         max_messages: usize,
     },
+    /// Upgrade the agents (and their log lines) of a store the first slice wrote, before agents
+    /// had versions and a deployment history, to this version's layout; idempotent (README,
+    /// Upgrading).
+    MigrateFirstSlice,
 }
 
 #[tokio::main]
@@ -226,6 +231,27 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                 return Err(AdminError::Invalid(format!(
                     "{} messages could not be replayed",
                     report.not_replayed.len()
+                )));
+            }
+        }
+        Command::MigrateFirstSlice => {
+            let report = store.migrate_first_slice().await?;
+            for agent in &report.migrated {
+                println!("migrated {agent}");
+            }
+            for (agent, why) in &report.refused {
+                println!("not migrated, left as it was: {agent}: {why}");
+            }
+            println!(
+                "{} agents migrated, {} log lines copied, {} left as they were",
+                report.migrated.len(),
+                report.lines_copied,
+                report.refused.len()
+            );
+            if !report.refused.is_empty() {
+                return Err(AdminError::Invalid(format!(
+                    "{} agents were not migrated",
+                    report.refused.len()
                 )));
             }
         }

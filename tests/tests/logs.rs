@@ -686,10 +686,55 @@ async fn past_ten_thousand_lines_the_total_is_a_lower_bound() {
         .filter(|l| ((l.timestamp_nanos / 1_000_000_000) as i64) < start + 2)
         .count();
     assert_eq!(body["total"], json!({"value": in_range, "relation": "eq"}));
-    // A text query reads at most its budget: past it the total says gte.
+    // A text query within its budget (100,000 lines) counts exactly past 10,000 lines: "line 1"
+    // is line 1, 10-19, 100-199, 1000-1999 and 10000-10049.
     let (_, body) = read(&store, &key, "busy-bot", &[("query", "line 1".into())]).await;
-    assert_eq!(body["total"]["relation"], "gte");
+    assert_eq!(body["total"], json!({"value": 1_161, "relation": "eq"}));
     assert_eq!(entries(&body)[0]["log"], "line 10049");
+}
+
+#[tokio::test]
+async fn a_text_query_reads_at_most_its_budget_then_says_gte_and_its_cursor_continues() {
+    let store = TestStore::new().await;
+    let (caller, key) = store.account_with_key("acme").await;
+    create_agent(&store, &key, "chatty-bot").await;
+    let service_id = store.service_of(&caller.namespace, "chatty-bot").await;
+    let base = now_nanos() - 7_200 * 1_000_000_000;
+    let count = shared::logs::QUERY_READ_BUDGET as u64 + 5_000;
+    let lines: Vec<LogLine> = (0..count)
+        .map(|i| numbered_line(&service_id, base, i))
+        .collect();
+    for batch in lines.chunks(10_000) {
+        store.store.put_lines(batch, RETENTION_DAYS).await.unwrap();
+    }
+    // Oldest first: "line 9" is line 9, 90-99, 900-999, 9000-9999 and 90000-99999, the last
+    // ones near the budget's end.
+    let (status, body) = read(
+        &store,
+        &key,
+        "chatty-bot",
+        &[("query", "line 9".into()), ("order", "asc".into())],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["total"]["relation"], "gte", "{}", body["total"]);
+    assert_eq!(entries(&body)[0]["log"], "line 9");
+    // The only match lies past the budget: the first page is empty and says so, its cursor
+    // continues where reading stopped and finds it.
+    let only_last = [("query", "line 104999".into()), ("order", "asc".into())];
+    let (status, first) = read(&store, &key, "chatty-bot", &only_last).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(entries(&first).len(), 0);
+    assert_eq!(first["total"], json!({"value": 0, "relation": "gte"}));
+    let cursor = first["nextCursor"]
+        .as_str()
+        .expect("a cursor past the budget");
+    let mut next = only_last.to_vec();
+    next.push(("cursor", cursor.to_owned()));
+    let (status, second) = read(&store, &key, "chatty-bot", &next).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(entries(&second)[0]["log"], "line 104999");
+    assert!(second.get("nextCursor").is_none());
 }
 
 #[tokio::test]

@@ -98,11 +98,15 @@ impl CursorKey {
     }
 }
 
+/// A line's position (`{nanoseconds:020}#{eventId}`), or a bare 20-digit timestamp: where a pass
+/// stopped by its read budget continues, every line before that nanosecond seen.
 fn is_position(position: &str) -> bool {
-    position.len() <= MAX_POSITION_LENGTH
-        && position_nanos(position).is_some()
+    let timestamp = position_nanos(position).is_some();
+    let bare = position.len() == 20;
+    let line = position.len() <= MAX_POSITION_LENGTH
         && position.as_bytes().get(20) == Some(&b'#')
-        && position.len() > 21
+        && position.len() > 21;
+    timestamp && (bare || line)
 }
 
 fn invalid() -> ApiError {
@@ -141,6 +145,12 @@ mod tests {
         assert!(
             other_key.decode(&cursor, fingerprint).is_err(),
             "another deployment's key"
+        );
+        let bare = "01745008457000000000";
+        assert_eq!(
+            KEY.decode(&KEY.encode(fingerprint, bare), fingerprint)
+                .unwrap(),
+            bare
         );
         let longest = KEY.encode(fingerprint, &longest_position());
         assert!(longest.len() <= MAX_CURSOR_LENGTH);

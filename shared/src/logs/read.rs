@@ -198,7 +198,7 @@ pub struct ReadCost {
 /// cursor (if any, alongside the page) and after the page. The page's reads count towards the
 /// 10,001 it takes to tell "exactly 10,000" from "more", so counting itself never reads more than
 /// 10,000 items (the contract's bound); no count runs when the page reached the end of the range.
-/// With a text query: one pass reads at most [`QUERY_READ_BUDGET`] items of the time range, and
+/// With a text query: one pass reads at most [`QUERY_READ_BUDGET`] lines of the time range, and
 /// serves both the page and `total`; after a cursor, a second pass on a budget of its own counts
 /// the matches the earlier pages covered, alongside the page.
 pub async fn read<S: LogStore>(

@@ -1,7 +1,8 @@
 //! The DynamoDB adapter of every port: one client, the table names, and the requests they share
 //! (conditional transactions, batch writes, error classification). By what it stores:
 //! [`items`] (every item layout and its mapping), [`agents`] (`AgentStore`), [`accounts`]
-//! (`KeyStore` and the operator's accounts and keys), [`logs`] (`LogStore`).
+//! (`KeyStore` and the operator's accounts and keys), [`logs`] (`LogStore`), [`first_slice`]
+//! (upgrading the first slice's items, for the operator).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use crate::error::{BoxError, StoreError};
 
 pub mod accounts;
 pub mod agents;
+pub mod first_slice;
 pub mod items;
 pub mod logs;
 
