@@ -285,8 +285,13 @@ pub async fn apply_report<S: AgentStore>(
                 });
             }
         };
+        // A report is applied only to a deployment the agent runs, so its status is there.
+        let status = next.status_of(&report.deployment_id).ok_or_else(|| {
+            StoreError::Unexpected("a report applied to a deployment the agent does not run".into())
+        })?;
         let change = Change::Status {
             deployment_id: &report.deployment_id,
+            status,
         };
         match store
             .write_agent(agent.version, &next, change, None)

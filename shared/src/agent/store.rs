@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use super::record::{AgentRecord, DeploymentRecord};
+use super::record::{AgentRecord, DeploymentRecord, DeploymentStatus};
 use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
 
@@ -23,9 +23,12 @@ pub enum CreateOutcome {
 pub enum Change<'a> {
     /// Its active deployment is new: kept in the agent's history.
     NewDeployment,
-    /// The status of this deployment (the active or the serving one) changed: the history's copy
-    /// follows.
-    Status { deployment_id: &'a str },
+    /// The status of this deployment (the active or the serving one) changed to `status`: the
+    /// history's copy follows.
+    Status {
+        deployment_id: &'a str,
+        status: &'a DeploymentStatus,
+    },
 }
 
 /// The result of a conditional write of an existing agent.

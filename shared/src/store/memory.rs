@@ -203,19 +203,17 @@ impl AgentStore for MemoryStore {
         }
         match change {
             Change::NewDeployment => state.keep_deployment(next, &next.active),
-            Change::Status { deployment_id } => {
-                let status = next.status_of(deployment_id).cloned().ok_or_else(|| {
-                    StoreError::Unexpected(
-                        "a status change of a deployment the agent does not run".into(),
-                    )
-                })?;
+            Change::Status {
+                deployment_id,
+                status,
+            } => {
                 let history = (
                     namespace.clone(),
                     next.service_id.clone(),
                     deployment_id.to_owned(),
                 );
                 match state.deployments.get_mut(&history) {
-                    Some(record) => record.status = status,
+                    Some(record) => record.status = status.clone(),
                     None => return Err(StoreError::Unexpected("deployment missing".into())),
                 }
             }

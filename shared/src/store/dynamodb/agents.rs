@@ -224,12 +224,10 @@ impl AgentStore for DynamoStore {
                 &self.agents_table,
                 &DeploymentItem::new(next, &next.active),
             )?),
-            Change::Status { deployment_id } => {
-                let status = next.status_of(deployment_id).ok_or_else(|| {
-                    StoreError::Unexpected(
-                        "a status change of a deployment the agent does not run".into(),
-                    )
-                })?;
+            Change::Status {
+                deployment_id,
+                status,
+            } => {
                 let update = Update::builder()
                     .table_name(&self.agents_table)
                     .set_key(Some(key(
