@@ -140,6 +140,25 @@ fn with_etag(mut response: Response<Body>, etag: &str) -> Response<Body> {
     response
 }
 
+/// What every handler of `/v1/agents/{agentName}` and its sub-paths checks first, in the order
+/// the contract answers: the caller's key (401), the method (405), the name (404 when no agent
+/// can have it); the caller and the name, recorded on the current span as `namespace` and
+/// `agent`.
+pub async fn agent_route<K: crate::auth::KeyStore>(
+    request: &Request,
+    keys: &K,
+    method: &str,
+    allow: &'static str,
+) -> Result<(crate::auth::Principal, String), ApiError> {
+    let caller = crate::auth::caller(request, keys).await?;
+    require_method(request, method, allow)?;
+    let name = agent_name(request).ok_or_else(ApiError::no_agent)?;
+    let span = tracing::Span::current();
+    span.record("namespace", caller.namespace.as_str());
+    span.record("agent", name.as_str());
+    Ok((caller, name))
+}
+
 /// The agent name of a request to `/v1/agents/{agentName}` or one of its sub-paths: the route's
 /// path parameter, or the path itself when the router did not fill the parameter in. `None` when
 /// it is not a name an agent can have (no such agent can exist: a 404).

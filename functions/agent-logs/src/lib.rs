@@ -6,7 +6,7 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, RequestExt, Response};
 use shared::ApiError;
 use shared::agent::AgentStore;
-use shared::auth::{self, KeyStore};
+use shared::auth::KeyStore;
 use shared::http::allow;
 use shared::logs::{self, CursorKey, LogFilter, LogQuery, LogStore, LogsPage};
 
@@ -36,12 +36,7 @@ async fn agent_logs<A: AgentStore, L: LogStore, K: KeyStore>(
     settings: Settings,
     request: &Request,
 ) -> Result<(StatusCode, LogsPage), ApiError> {
-    let caller = auth::caller(request, keys).await?;
-    shared::http::require_method(request, "GET", allow::AGENT_LOGS)?;
-    let span = tracing::Span::current();
-    span.record("namespace", caller.namespace.as_str());
-    let name = shared::http::agent_name(request).ok_or_else(ApiError::no_agent)?;
-    span.record("agent", name.as_str());
+    let (caller, name) = shared::http::agent_route(request, keys, "GET", allow::AGENT_LOGS).await?;
 
     let params = request.query_string_parameters_ref();
     let query = LogQuery::from_params(params.into_iter().flat_map(|params| params.iter()))?;

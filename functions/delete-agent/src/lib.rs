@@ -7,7 +7,7 @@ use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use shared::ApiError;
 use shared::agent::{AgentStore, lifecycle};
-use shared::auth::{self, KeyStore};
+use shared::auth::KeyStore;
 use shared::http::allow;
 
 /// The answer to a delete.
@@ -30,12 +30,7 @@ async fn delete_agent<A: AgentStore, K: KeyStore>(
     keys: &K,
     request: &Request,
 ) -> Result<(StatusCode, Deleted), ApiError> {
-    let caller = auth::caller(request, keys).await?;
-    shared::http::require_method(request, "DELETE", allow::AGENT)?;
-    let name = shared::http::agent_name(request).ok_or_else(ApiError::no_agent)?;
-    let span = tracing::Span::current();
-    span.record("namespace", caller.namespace.as_str());
-    span.record("agent", name.as_str());
+    let (caller, name) = shared::http::agent_route(request, keys, "DELETE", allow::AGENT).await?;
     lifecycle::delete(agents, &caller, &name).await?;
     Ok((StatusCode::OK, Deleted { status: "OK" }))
 }

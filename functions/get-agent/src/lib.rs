@@ -6,7 +6,7 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::{AgentRecord, AgentStore};
-use shared::auth::{self, KeyStore};
+use shared::auth::KeyStore;
 use shared::http::allow;
 
 pub async fn handle<A: AgentStore, K: KeyStore>(
@@ -26,12 +26,7 @@ async fn get_agent<A: AgentStore, K: KeyStore>(
     keys: &K,
     request: &Request,
 ) -> Result<AgentRecord, ApiError> {
-    let caller = auth::caller(request, keys).await?;
-    shared::http::require_method(request, "GET", allow::AGENT)?;
-    let name = shared::http::agent_name(request).ok_or_else(ApiError::no_agent)?;
-    let span = tracing::Span::current();
-    span.record("namespace", caller.namespace.as_str());
-    span.record("agent", name.as_str());
+    let (caller, name) = shared::http::agent_route(request, keys, "GET", allow::AGENT).await?;
     agents
         .get_agent(&caller.namespace, &name)
         .await?

@@ -9,7 +9,7 @@ use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::lifecycle::{self, Answer, Idempotent};
 use shared::agent::{AgentStore, ConfigChanges};
-use shared::auth::{self, KeyStore};
+use shared::auth::KeyStore;
 use shared::http::allow;
 use shared::idempotency::{self, IdempotencyKey};
 
@@ -30,13 +30,9 @@ async fn update_agent<A: AgentStore, K: KeyStore>(
     keys: &K,
     request: &Request,
 ) -> Result<Answer, ApiError> {
-    let caller = auth::caller(request, keys).await?;
-    shared::http::require_method(request, "POST", allow::AGENT)?;
-    let name = shared::http::agent_name(request).ok_or_else(ApiError::no_agent)?;
-    let span = tracing::Span::current();
-    span.record("namespace", caller.namespace.as_str());
-    span.record("agent", name.as_str());
+    let (caller, name) = shared::http::agent_route(request, keys, "POST", allow::AGENT).await?;
     let key = IdempotencyKey::from_headers(request.headers())?;
+    let span = tracing::Span::current();
     span.record("idempotent", key.is_some());
     let if_match = shared::http::if_match(request);
     span.record("conditional", if_match.is_some());
