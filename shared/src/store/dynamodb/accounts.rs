@@ -4,7 +4,7 @@
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use super::items::{AccountItem, AccountKeyItem, KeyItem, NamespaceItem, account_pk, key_pk};
-use super::{DynamoStore, Transaction, built, classify, key, mapping, put_new, s};
+use super::{DynamoStore, Transaction, built, classify, item_as, key, mapping, put_new, s};
 use crate::auth::{ApiKey, KeyHash, KeyRecord, KeyStore};
 use crate::error::StoreError;
 use crate::timestamp::now_rfc3339_millis;
@@ -39,25 +39,22 @@ pub enum AdminError {
 
 impl DynamoStore {
     pub async fn get_account(&self, account_id: &str) -> Result<Option<Account>, StoreError> {
-        let item = self
-            .client
-            .get_item()
-            .table_name(&self.accounts_table)
-            .set_key(Some(key(account_pk(account_id), "ACCOUNT".to_owned())))
-            .consistent_read(true)
+        let item: Option<AccountItem> = item_as(
+            self.get_item(
+                &self.accounts_table,
+                account_pk(account_id),
+                "ACCOUNT".to_owned(),
+                true,
+            )
             .send()
             .await
-            .map_err(classify)?
-            .item;
-        item.map(|item| {
-            serde_dynamo::from_item::<_, AccountItem>(item).map(|account| Account {
-                account_id: account.account_id,
-                namespace: account.namespace,
-                created_at: account.created_at,
-            })
-        })
-        .transpose()
-        .map_err(mapping)
+            .map_err(classify)?,
+        )?;
+        Ok(item.map(|account| Account {
+            account_id: account.account_id,
+            namespace: account.namespace,
+            created_at: account.created_at,
+        }))
     }
 
     /// The account, created with a new unique namespace when it does not exist yet.
@@ -192,18 +189,18 @@ impl DynamoStore {
 
     /// Revokes a key of `account_id` by its key id. Revoking twice is harmless.
     pub async fn revoke_key(&self, account_id: &str, key_id: &str) -> Result<(), AdminError> {
-        let handle = self
-            .client
-            .get_item()
-            .table_name(&self.accounts_table)
-            .set_key(Some(key(account_pk(account_id), format!("KEY#{key_id}"))))
-            .consistent_read(true)
+        let handle: AccountKeyItem = item_as(
+            self.get_item(
+                &self.accounts_table,
+                account_pk(account_id),
+                format!("KEY#{key_id}"),
+                true,
+            )
             .send()
             .await
-            .map_err(classify)?
-            .item
-            .ok_or(AdminError::NoKey)?;
-        let handle: AccountKeyItem = serde_dynamo::from_item(handle).map_err(mapping)?;
+            .map_err(classify)?,
+        )?
+        .ok_or(AdminError::NoKey)?;
         let now = s(now_rfc3339_millis());
         let revoke = |pk: String, sk: String| -> Result<TransactWriteItem, StoreError> {
             let update = Update::builder()
@@ -236,18 +233,14 @@ impl DynamoStore {
 
 impl KeyStore for DynamoStore {
     async fn find_key(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.accounts_table)
-            .set_key(Some(key(key_pk(hash), "KEY".to_owned())))
-            .send()
-            .await
-            .map_err(classify)?;
-        output
-            .item
-            .map(|item| serde_dynamo::from_item::<_, KeyItem>(item).map(KeyRecord::from))
-            .transpose()
-            .map_err(mapping)
+        // Eventually consistent, as it always read: half the read units of the key check every
+        // request makes (a key just issued may be refused for about a second).
+        let item: Option<KeyItem> = item_as(
+            self.get_item(&self.accounts_table, key_pk(hash), "KEY".to_owned(), false)
+                .send()
+                .await
+                .map_err(classify)?,
+        )?;
+        Ok(item.map(KeyRecord::from))
     }
 }

@@ -11,7 +11,9 @@ use super::items::{
     AgentItem, DeploymentItem, IDEMPOTENCY_PREFIX, IdempotencyItem, agent_sk, deployment_sk,
     deployments_prefix, namespace_pk,
 };
-use super::{DynamoStore, Item, Transaction, built, classify, item_of, key, mapping, put_new, s};
+use super::{
+    DynamoStore, Item, Transaction, built, classify, item_as, item_of, key, mapping, put_new, s,
+};
 use crate::agent::{
     AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, WriteOutcome,
 };
@@ -127,20 +129,18 @@ impl AgentStore for DynamoStore {
         namespace: &str,
         name: &str,
     ) -> Result<Option<AgentRecord>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.agents_table)
-            .set_key(Some(key(namespace_pk(namespace), agent_sk(name))))
-            .consistent_read(true)
+        let item: Option<AgentItem> = item_as(
+            self.get_item(
+                &self.agents_table,
+                namespace_pk(namespace),
+                agent_sk(name),
+                true,
+            )
             .send()
             .await
-            .map_err(classify)?;
-        output
-            .item
-            .map(|item| serde_dynamo::from_item::<_, AgentItem>(item).map(AgentRecord::from))
-            .transpose()
-            .map_err(mapping)
+            .map_err(classify)?,
+        )?;
+        Ok(item.map(AgentRecord::from))
     }
 
     async fn get_deployment(
@@ -149,25 +149,18 @@ impl AgentStore for DynamoStore {
         service_id: &str,
         deployment_id: &str,
     ) -> Result<Option<DeploymentRecord>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.agents_table)
-            .set_key(Some(key(
+        let item: Option<DeploymentItem> = item_as(
+            self.get_item(
+                &self.agents_table,
                 namespace_pk(namespace),
                 deployment_sk(service_id, deployment_id),
-            )))
-            .consistent_read(true)
+                true,
+            )
             .send()
             .await
-            .map_err(classify)?;
-        output
-            .item
-            .map(|item| {
-                serde_dynamo::from_item::<_, DeploymentItem>(item).map(DeploymentRecord::from)
-            })
-            .transpose()
-            .map_err(mapping)
+            .map_err(classify)?,
+        )?;
+        Ok(item.map(DeploymentRecord::from))
     }
 
     async fn list_agents(

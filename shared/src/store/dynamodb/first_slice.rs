@@ -19,9 +19,11 @@
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 
-use super::items::{AgentItem, DeploymentItem, agent_sk, namespace_pk};
+use super::items::{AgentItem, DeploymentItem, namespace_pk};
 use super::logs::LogItem;
-use super::{DynamoStore, Item, Transaction, built, classify, item_of, key, mapping, put_new, s};
+use super::{
+    DynamoStore, Item, Transaction, built, classify, item_as, item_of, key, mapping, put_new, s,
+};
 use crate::agent::{AgentConfig, AgentRecord, Deployment, DeploymentRecord, DeploymentStatus};
 use crate::auth::Principal;
 use crate::error::StoreError;
@@ -171,21 +173,16 @@ impl DynamoStore {
         agent: &FirstSliceAgentItem,
     ) -> Result<Option<FirstSliceDeploymentItem>, StoreError> {
         let output = self
-            .client
-            .get_item()
-            .table_name(&self.agents_table)
-            .set_key(Some(key(
+            .get_item(
+                &self.agents_table,
                 namespace_pk(&agent.namespace),
                 first_slice_deployment_sk(&agent.name, &agent.active_deployment_id),
-            )))
-            .consistent_read(true)
+                true,
+            )
             .send()
             .await
             .map_err(classify)?;
-        output
-            .item
-            .map(|item| serde_dynamo::from_item(item).map_err(mapping))
-            .transpose()
+        item_as(output)
     }
 
     /// Copies an agent's lines from its first-slice partition into chunks under its service,
@@ -258,7 +255,6 @@ impl DynamoStore {
             .condition_expression("attribute_exists(pk)")
             .build()
             .map_err(built)?;
-        debug_assert_eq!(old.sk, agent_sk(&old.name));
         self.transact(vec![
             TransactWriteItem::builder().put(agent).build(),
             put_new(

@@ -106,6 +106,16 @@ fn key(pk: String, sk: String) -> Item {
     HashMap::from([("pk".to_owned(), s(pk)), ("sk".to_owned(), s(sk))])
 }
 
+/// What a GetItem found, read as `T`.
+fn item_as<T: serde::de::DeserializeOwned>(
+    output: aws_sdk_dynamodb::operation::get_item::GetItemOutput,
+) -> Result<Option<T>, StoreError> {
+    output
+        .item
+        .map(|item| serde_dynamo::from_item(item).map_err(mapping))
+        .transpose()
+}
+
 fn item_of<T: Serialize>(value: &T) -> Result<Item, StoreError> {
     serde_dynamo::to_item(value).map_err(mapping)
 }
@@ -181,6 +191,24 @@ impl DynamoStore {
             accounts_table: tables.accounts,
             logs_table: tables.logs,
         }
+    }
+
+    /// A GetItem of the item at `pk`/`sk` of `table`; `consistent` for a strongly consistent
+    /// read (what a read-modify-write or an operator's check needs). Sent by the caller and read
+    /// by `item_as`: a helper that awaited it itself would nest one more future in every
+    /// handler's, past the compiler's default type depth in deployment-status.
+    fn get_item(
+        &self,
+        table: &str,
+        pk: String,
+        sk: String,
+        consistent: bool,
+    ) -> aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder {
+        self.client
+            .get_item()
+            .table_name(table)
+            .set_key(Some(key(pk, sk)))
+            .consistent_read(consistent)
     }
 
     /// Runs a transaction of conditional writes, trying again when it lost a race with another
