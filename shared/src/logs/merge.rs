@@ -82,44 +82,40 @@ impl Bounds {
         after && before_first.as_str() >= self.from.as_str() && last <= self.to.as_str()
     }
 
-    /// The lines of `chunk` within the bounds, expired or not: what reading it costs. Lines a
-    /// chunk holds beyond the range or the cursor are read with it but not counted: at most a
-    /// chunk a stream at each end of a pass, and the chunk at a cursor is read by the pass on
-    /// each side of it.
-    fn lines_within(&self, chunk: &LogChunk) -> Result<usize, StoreError> {
-        if self.holds_only_wanted(chunk) {
-            return Ok(chunk.line_count);
+    /// What reading `chunk` gives a pass, decoding it once: how many of its lines lie within the
+    /// bounds, expired or not (what reading it costs: lines a chunk holds beyond the range or the
+    /// cursor are read with it but not counted, at most a chunk a stream at each end of a pass,
+    /// and the chunk at a cursor is read by the pass on each side of it), and the wanted,
+    /// unexpired ones.
+    fn lines_of(&self, chunk: &LogChunk) -> Result<(usize, Vec<StoredLine>), StoreError> {
+        let mut within = 0;
+        let mut wanted = Vec::new();
+        for line in chunk.lines()? {
+            let position = line.position();
+            if !self.wants(&position) {
+                continue;
+            }
+            within += 1;
+            if chunk.line_expires_at(line.timestamp_nanos) > self.now {
+                wanted.push(StoredLine {
+                    position,
+                    text: line.text,
+                    deployment_id: chunk.deployment_id.clone(),
+                    session_id: chunk.session_id.clone(),
+                });
+            }
         }
-        Ok(chunk
-            .lines()?
-            .iter()
-            .filter(|line| self.wants(&line.position()))
-            .count())
+        Ok((within, wanted))
     }
 
-    /// The wanted, unexpired lines of `chunk`.
-    fn lines_of(&self, chunk: &LogChunk) -> Result<Vec<StoredLine>, StoreError> {
-        Ok(chunk
-            .lines()?
-            .into_iter()
-            .filter(|line| chunk.line_expires_at(line.timestamp_nanos) > self.now)
-            .map(|line| StoredLine {
-                position: line.position(),
-                text: line.text,
-                deployment_id: chunk.deployment_id.clone(),
-                session_id: chunk.session_id.clone(),
-            })
-            .filter(|line| self.wants(&line.position))
-            .collect())
-    }
-
-    /// How many of `chunk`'s lines are wanted, decoding it only when some may not be.
-    fn count_of(&self, chunk: &LogChunk) -> Result<usize, StoreError> {
+    /// As [`Bounds::lines_of`], counting the wanted lines; a chunk wholly within the bounds and
+    /// unexpired is counted by its line count, without decoding it.
+    fn count_of(&self, chunk: &LogChunk) -> Result<(usize, usize), StoreError> {
         if self.holds_only_wanted(chunk) && chunk.unexpired_at(self.now) {
-            Ok(chunk.line_count)
-        } else {
-            Ok(self.lines_of(chunk)?.len())
+            return Ok((chunk.line_count, chunk.line_count));
         }
+        let (within, wanted) = self.lines_of(chunk)?;
+        Ok((within, wanted.len()))
     }
 }
 
@@ -142,7 +138,7 @@ struct ChunkWalk<'a, S> {
     resume: Option<String>,
     done: bool,
     chunks_read: usize,
-    /// Lines read from the store ([`Bounds::lines_within`] of every chunk read).
+    /// Lines read from the store (what [`Bounds::lines_of`] says each chunk read costs).
     lines_read: usize,
 }
 
@@ -161,7 +157,8 @@ impl<'a, S: LogStore> ChunkWalk<'a, S> {
     }
 
     /// The next request's chunks (none once done), at most `cap` of them and about as many as
-    /// `budget` lines, less those read, allow.
+    /// `budget` lines, less those read, allow. The caller adds what they cost to `lines_read`
+    /// as it reads them ([`Bounds::lines_of`], [`Bounds::count_of`]).
     async fn next(&mut self, budget: usize, cap: usize) -> Result<Vec<LogChunk>, StoreError> {
         if self.done {
             return Ok(Vec::new());
@@ -183,9 +180,6 @@ impl<'a, S: LogStore> ChunkWalk<'a, S> {
             })
             .await?;
         self.chunks_read += read.chunks.len();
-        for chunk in &read.chunks {
-            self.lines_read += self.bounds.lines_within(chunk)?;
-        }
         self.done = read.resume_after.is_none();
         self.resume = read.resume_after;
         Ok(read.chunks)
@@ -196,7 +190,9 @@ impl<'a, S: LogStore> ChunkWalk<'a, S> {
         let mut count = 0;
         while !self.done && self.lines_read < budget {
             for chunk in self.next(budget, MAX_CHUNKS_PER_REQUEST).await? {
-                count += self.bounds.count_of(&chunk)?;
+                let (within, wanted) = self.bounds.count_of(&chunk)?;
+                self.lines_read += within;
+                count += wanted;
             }
         }
         Ok(count)
@@ -247,7 +243,9 @@ impl<'a, S: LogStore> OrderedLines<'a, S> {
             let chunks = self.walk.next(budget, self.next_ask).await?;
             self.next_ask = (self.next_ask * 2).min(MAX_CHUNKS_PER_REQUEST);
             for chunk in &chunks {
-                for line in self.walk.bounds.lines_of(chunk)? {
+                let (within, lines) = self.walk.bounds.lines_of(chunk)?;
+                self.walk.lines_read += within;
+                for line in lines {
                     self.waiting.entry(line.position.clone()).or_insert(line);
                 }
                 self.furthest_key = Some(chunk.last_position.clone());

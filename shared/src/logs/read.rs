@@ -183,7 +183,8 @@ pub struct LogsPage {
     pub next_cursor: Option<String>,
 }
 
-/// Items read from the store to answer one request.
+/// Lines read from the store to answer one request (before lines were kept in chunks, items:
+/// the names, which the logs function logs, stayed).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadCost {
@@ -193,11 +194,12 @@ pub struct ReadCost {
 
 /// Answers a logs request for one agent (whose existence the caller checked).
 ///
-/// Without a text query: the page reads offset + limit + 1 items (the one extra tells whether
-/// more follow), and `total` adds to the page's own matches a count of what lies before the
-/// cursor (if any, alongside the page) and after the page. The page's reads count towards the
-/// 10,001 it takes to tell "exactly 10,000" from "more", so counting itself never reads more than
-/// 10,000 items (the contract's bound); no count runs when the page reached the end of the range.
+/// Without a text query: the page reads until offset + limit + 1 lines are known (the one extra
+/// tells whether more follow), and `total` adds to the page's own matches a count of what lies
+/// before the cursor (if any, alongside the page) and after the page (the lines the page read
+/// past its end first, without reading them again). The page's reads count towards the 10,001
+/// lines it takes to tell "exactly 10,000" from "more", so counting itself never reads more than
+/// 10,000 (the contract's bound); no count runs when the page reached the end of the range.
 /// With a text query: one pass reads at most [`QUERY_READ_BUDGET`] lines of the time range, and
 /// serves both the page and `total`; after a cursor, a second pass on a budget of its own counts
 /// the matches the earlier pages covered, alongside the page.
