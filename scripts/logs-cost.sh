@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make logs-cost [BASELINE=rev]: what logs cost (tests/src/bin/logs-cost.rs) on a DynamoDB Local
 # of its own. With BASELINE, that commit's logs-cost runs first on the same DynamoDB Local, in the
-# same run: before and after, side by side. The baseline is built (debug, as this tree's) in a git
-# worktree with its own target directory under .local/logs-cost-baseline/, kept between runs.
+# same run: before and after, side by side. The baseline is built (debug, as this tree's) by
+# build-at.sh under .local/logs-cost-baseline/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/local.sh dynamodb-tools
@@ -12,15 +12,9 @@ if [ -n "${BASELINE:-}" ]; then
   root="$PWD/.local/logs-cost-baseline"
   baseline="$root/$rev/logs-cost"
   if [ ! -x "$baseline" ]; then
-    worktree="$root/worktree"
-    git worktree remove --force "$worktree" >/dev/null 2>&1 || rm -rf "$worktree"
-    git worktree prune
-    git worktree add --detach "$worktree" "$rev" >&2
-    (cd "$worktree" && CARGO_TARGET_DIR="$root/target" cargo build --quiet \
-      --package integration-tests --bin logs-cost) >&2
+    scripts/build-at.sh "$rev" "$root" --package integration-tests --bin logs-cost
     mkdir -p "$root/$rev"
     cp "$root/target/debug/logs-cost" "$baseline"
-    git worktree remove --force "$worktree"
   fi
 fi
 cargo build --quiet --package integration-tests --bin logs-cost
