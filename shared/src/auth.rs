@@ -102,6 +102,17 @@ impl ApiKey {
     }
 }
 
+/// The value of an account's API Gateway key (its usage-plan key) on one REST API: the
+/// authorizer names it as `usageIdentifierKey` and the operator command creates the key with it,
+/// so both derive it and the authorizer reads nothing more. Not a secret: with the API's key
+/// source AUTHORIZER the gateway never takes a key from a client (contract section 9).
+pub fn usage_plan_key_value(rest_api_id: &str, account_id: &str) -> String {
+    Sha256::digest(format!("agent-hosting/usage-plan-key/v1/{rest_api_id}/{account_id}"))
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
 /// Hex SHA-256 of a key: what the store keeps and looks keys up by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KeyHash(String);
@@ -259,6 +270,17 @@ mod tests {
     fn debug_never_shows_the_secret() {
         let key = ApiKey::generate();
         assert!(!format!("{key:?}").contains(&key.expose()[4..]));
+    }
+
+    #[test]
+    fn usage_plan_keys_are_per_api_and_account_and_fit_api_gateway() {
+        let key = usage_plan_key_value("abc123", "acme");
+        // API Gateway key values: 20 to 128 alphanumeric characters.
+        assert_eq!(key.len(), 64);
+        assert!(key.chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_eq!(key, usage_plan_key_value("abc123", "acme"));
+        assert_ne!(key, usage_plan_key_value("abc123", "acme2"));
+        assert_ne!(key, usage_plan_key_value("def456", "acme"));
     }
 
     #[test]
