@@ -2,7 +2,7 @@
 # end-to-end suites): DynamoDB Local with the tables, then the functions served one of two ways:
 #   watch  cargo lambda watch: the functions straight behind its router (no gateway; each
 #          function checks the key itself)
-#   sam    the template as deployed, through sam local: start-api emulates the HTTP API with its
+#   sam    the template as deployed, through sam local: start-api emulates the REST API with its
 #          Lambda authorizer, start-lambda serves Lambda's Invoke API for functions without a
 #          route (ingest-logs, deployment-status), each function in its container as
 #          template.yaml declares it
@@ -13,7 +13,7 @@
 #   STACK_API_URL          base address of the API, with /v1
 #   STACK_LAMBDA_URL       Lambda's Invoke API (POST .../2015-03-31/functions/NAME/invocations)
 #   STACK_INGEST_FUNCTION  the ingest function's name there
-#   STACK_GATEWAY          what answers a denied request: none (the function) or sam-http-api
+#   STACK_GATEWAY          what answers a denied request: none (the function) or sam-rest-api
 #   STACK_LOGS             the servers' log files
 #   STACK_SAM_ARCH, STACK_CONTAINER_DYNAMODB_ENDPOINT (sam): the functions' architecture, and
 #                          DynamoDB Local as their containers reach it
@@ -261,7 +261,7 @@ stack_sam() {
   stack_wait_for "http://127.0.0.1:$port/" "sam local start-api" "$api_pid" "$api_log"
   stack_wait_for "http://127.0.0.1:$invoke_port/" "sam local start-lambda" "$lambda_pid" "$lambda_log"
   export STACK_API_URL="http://127.0.0.1:$port/v1" STACK_LAMBDA_URL="http://127.0.0.1:$invoke_port"
-  export STACK_INGEST_FUNCTION=IngestLogsFunction STACK_GATEWAY=sam-http-api STACK_SAM_ARCH=$arch
+  export STACK_INGEST_FUNCTION=IngestLogsFunction STACK_GATEWAY=sam-rest-api STACK_SAM_ARCH=$arch
   export STACK_SAM_ENV_FILE=$env_file
   stack_data_plane logical
 }

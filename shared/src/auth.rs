@@ -107,10 +107,12 @@ impl ApiKey {
 /// so both derive it and the authorizer reads nothing more. Not a secret: with the API's key
 /// source AUTHORIZER the gateway never takes a key from a client (contract section 9).
 pub fn usage_plan_key_value(rest_api_id: &str, account_id: &str) -> String {
-    Sha256::digest(format!("agent-hosting/usage-plan-key/v1/{rest_api_id}/{account_id}"))
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    Sha256::digest(format!(
+        "agent-hosting/usage-plan-key/v1/{rest_api_id}/{account_id}"
+    ))
+    .iter()
+    .map(|byte| format!("{byte:02x}"))
+    .collect()
 }
 
 /// Hex SHA-256 of a key: what the store keeps and looks keys up by.
@@ -192,12 +194,14 @@ pub async fn authenticate<K: KeyStore>(
     }
 }
 
-/// The principal the gateway's authorizer put into the request context, if any.
+/// The principal the gateway's authorizer put into the request context, if any. Only the REST
+/// API's context (payload 1.0) counts: that is what the deployed gateway and `sam local` send. A
+/// payload 2.0 request (cargo lambda watch, a function URL) always has its key checked here.
 pub fn principal_from_context(context: Option<&RequestContext>) -> Option<Principal> {
-    let Some(RequestContext::ApiGatewayV2(context)) = context else {
+    let Some(RequestContext::ApiGatewayV1(context)) = context else {
         return None;
     };
-    let fields = &context.authorizer.as_ref()?.fields;
+    let fields = &context.authorizer.fields;
     let text = |name: &str| fields.get(name)?.as_str().map(str::to_owned);
     Some(Principal {
         account_id: text(CONTEXT_ACCOUNT_ID)?,

@@ -263,11 +263,19 @@ fn check(answer: &Value, expect: Expect) -> Result<(), String> {
                 _ => Ok(()),
             }
         }
-        Authorized(verdict) => match answer["isAuthorized"] == verdict {
-            true if !verdict && answer["context"] != json!({}) => fail("an empty context"),
-            true => Ok(()),
-            false => fail(&format!("isAuthorized {verdict}")),
-        },
+        Authorized(verdict) => {
+            let effect = if verdict { "Allow" } else { "Deny" };
+            match answer["policyDocument"]["Statement"][0]["Effect"] == effect {
+                true if !verdict
+                    && (answer.get("context").is_some()
+                        || answer.get("usageIdentifierKey").is_some()) =>
+                {
+                    fail("no context and no usage-plan key")
+                }
+                true => Ok(()),
+                false => fail(&format!("a policy that says {effect}")),
+            }
+        }
         Stored(lines) => match answer["stored"] == lines {
             true => Ok(()),
             false => fail(&format!("{lines} lines stored")),
@@ -349,14 +357,21 @@ fn every_fixture_answers_as_expected_through_sam_local_invoke() {
     .unwrap();
     let header = format!("Bearer {}", key.expose());
     event["headers"]["authorization"] = json!(header);
-    event["identitySource"] = json!([header]);
+    event["multiValueHeaders"]["authorization"] = json!([header]);
     let issued = env_file.with_extension("authorizer.json");
     std::fs::write(&issued, event.to_string()).unwrap();
     let answer = sam_invoke("AuthorizerFunction", &issued, &env_file);
     let _ = std::fs::remove_file(&issued);
     let _ = std::fs::remove_file(&env_file);
-    assert_eq!(answer["isAuthorized"], true, "{answer}");
+    assert_eq!(
+        answer["policyDocument"]["Statement"][0]["Effect"], "Allow",
+        "{answer}"
+    );
     assert_eq!(answer["context"]["accountId"], "invoke-acme");
+    assert_eq!(
+        answer["usageIdentifierKey"],
+        shared::auth::usage_plan_key_value("abc123", "invoke-acme")
+    );
 
     let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{failures:#?}");

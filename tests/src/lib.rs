@@ -11,6 +11,9 @@ use shared::store::tables;
 /// moto's server and a DynamoDB Local on disk, for the tests that need their own.
 pub mod emulators;
 
+/// openapi.yaml and answers checked against its schemas.
+pub mod openapi;
+
 /// A running stack over HTTP, for the suites under e2e/.
 #[cfg(feature = "e2e")]
 pub mod stack;
@@ -114,9 +117,9 @@ pub fn agent_record(owner: &Principal, name: &str) -> shared::agent::AgentRecord
 /// The authorizer's request (events/authorizer.json) with `authorization` as its header.
 pub fn authorizer_event(
     authorization: &str,
-) -> aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerV2Request {
+) -> aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest {
     let path = format!("{}/../events/authorizer.json", env!("CARGO_MANIFEST_DIR"));
-    let mut event: aws_lambda_events::apigw::ApiGatewayV2CustomAuthorizerV2Request =
+    let mut event: aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     event
         .headers

@@ -18,8 +18,8 @@ use shared::store::dynamodb::DynamoStore;
 pub enum Gateway {
     /// No gateway (cargo lambda watch): the function checks the key itself.
     None,
-    /// sam local start-api's emulation of the HTTP API and its Lambda authorizer.
-    SamHttpApi,
+    /// sam local start-api's emulation of the REST API and its Lambda authorizer.
+    SamRestApi,
 }
 
 /// Why a request is refused before it reaches a route's function.
@@ -70,8 +70,8 @@ impl Gateway {
     fn from_env(name: &str) -> Self {
         match name {
             "none" => Gateway::None,
-            "sam-http-api" => Gateway::SamHttpApi,
-            other => panic!("STACK_GATEWAY={other}: expected none or sam-http-api"),
+            "sam-rest-api" => Gateway::SamRestApi,
+            other => panic!("STACK_GATEWAY={other}: expected none or sam-rest-api"),
         }
     }
 
@@ -82,15 +82,18 @@ impl Gateway {
     pub fn denial(&self, denial: Denial) -> Answer {
         match (self, denial) {
             (Gateway::None, _) => Answer::contract_denial(),
-            // An HTTP API cannot shape its authorizer's denials: sam answers as the service does
-            // (AWS itself says 403 {"message":"Forbidden"} for a refused key).
-            (Gateway::SamHttpApi, Denial::MissingKey) => Answer {
+            // sam runs the authorizer but does not emulate gateway responses: it answers with API
+            // Gateway's unshaped defaults. The deployed API answers these with template.yaml's
+            // gateway responses, the contract's denial (tests/tests/gateway_template.rs checks
+            // them against the functions' own answer; scripts/check-gateway.sh on a deployed
+            // stack).
+            (Gateway::SamRestApi, Denial::MissingKey) => Answer {
                 status: 401,
                 body: json!({"message": "Unauthorized"}),
                 www_authenticate: None,
                 headers: Vec::new(),
             },
-            (Gateway::SamHttpApi, Denial::RefusedKey) => Answer {
+            (Gateway::SamRestApi, Denial::RefusedKey) => Answer {
                 status: 403,
                 body: json!({"message": "User is not authorized to access this resource"}),
                 www_authenticate: None,

@@ -10,7 +10,7 @@ async fn an_issued_key_is_allowed_until_it_is_revoked() {
     let allowed = authorizer::authorize(&store.store, authorizer_event(&bearer(&key)))
         .await
         .unwrap();
-    assert!(allowed.is_authorized);
+    assert!(allowed.is_allowed());
     assert_eq!(allowed.context["accountId"], "acme");
     assert_eq!(allowed.context["namespace"], caller.namespace.as_str());
 
@@ -18,7 +18,7 @@ async fn an_issued_key_is_allowed_until_it_is_revoked() {
     let denied = authorizer::authorize(&store.store, authorizer_event(&bearer(&key)))
         .await
         .unwrap();
-    assert!(!denied.is_authorized);
+    assert!(!denied.is_allowed());
     assert!(denied.context.is_empty());
 
     let keys = store.store.list_keys("acme").await.unwrap();
@@ -39,7 +39,7 @@ async fn unknown_and_malformed_headers_are_denied() {
         let response = authorizer::authorize(&store.store, authorizer_event(&header))
             .await
             .unwrap();
-        assert!(!response.is_authorized, "{header}");
+        assert!(!response.is_allowed(), "{header}");
     }
 }
 

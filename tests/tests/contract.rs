@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use integration_tests::openapi::{assert_conforms, document as openapi};
 use integration_tests::{TestStore, bearer, direct_create};
 use lambda_http::Body;
 use serde_json::{Value, json};
@@ -10,10 +11,6 @@ use shared::logs::LogStore;
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
-}
-
-fn openapi() -> Value {
-    serde_yaml::from_str(&read("openapi.yaml")).unwrap()
 }
 
 /// Every (METHOD, path) the document declares, with the /v1 prefix of its server.
@@ -40,7 +37,7 @@ const NON_GATEWAY_METHODS: [&str; 2] = ["TRACE", "QUERY"];
 /// (path, method) → the function (binary) that receives it.
 type Routing = std::collections::BTreeMap<(String, String), String>;
 
-/// How template.yaml's HTTP API routes every method of every path: a method's own route, or the
+/// How template.yaml's REST API routes every method of every path: a method's own route, or the
 /// `ANY` route of a path that one function serves whole. `ANY` beside method routes of another
 /// function is refused: API Gateway prefers the method route, but sam local lets whichever it
 /// mounts last win, so `make sam-local` would send an update to the wrong function.
@@ -58,7 +55,7 @@ fn template_routing() -> Routing {
             continue;
         };
         for (_, event) in events {
-            if event["Type"].as_str() != Some("HttpApi") {
+            if event["Type"].as_str() != Some("Api") {
                 continue;
             }
             let path = event["Properties"]["Path"].as_str().unwrap().to_owned();
@@ -181,67 +178,58 @@ fn routes_agree_across_router_template_and_openapi() {
     );
 }
 
-/// Every gateway event in events/ carries the route key of the template route that sends its
-/// request (its own method, never an `ANY` the template no longer has), so that what the
-/// fixtures show is what the deployed gateway sends.
+/// Every gateway event in events/ is the REST API's (payload 1.0) request of a template route:
+/// its resource and method, never an `ANY` the template no longer has, so that what the fixtures
+/// show is what the deployed gateway sends. The payload 2.0 events are what `cargo lambda watch`
+/// and function URLs send: no authorizer context, the function checks the key.
 #[test]
 fn fixtures_name_the_route_the_template_gives_their_request() {
     let routing = template_routing();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../events");
-    let mut checked = 0;
+    let (mut gateway, mut direct) = (0, 0);
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let Some(route_key) = event["requestContext"]["routeKey"].as_str() else {
+        let context = &event["requestContext"];
+        if event["version"] == "2.0" {
+            assert!(
+                context["authorizer"].is_null(),
+                "{}: a payload 2.0 request never carries an authorizer's context",
+                path.display()
+            );
+            direct += 1;
+            continue;
+        }
+        let (Some(resource), Some(method)) =
+            (event["resource"].as_str(), event["httpMethod"].as_str())
+        else {
             continue;
         };
-        let (method, route) = route_key.split_once(' ').unwrap();
         assert_eq!(
-            Some(method),
-            event["requestContext"]["http"]["method"].as_str(),
-            "{}: the route key names the request's method",
+            (Some(resource), Some(method)),
+            (
+                context["resourcePath"].as_str(),
+                context["httpMethod"].as_str()
+            ),
+            "{}: the request context names the request's resource and method",
             path.display()
         );
         assert!(
-            routing.contains_key(&(route.to_owned(), method.to_owned())),
-            "{}: {route_key} is not a route of template.yaml",
+            routing.contains_key(&(resource.to_owned(), method.to_owned())),
+            "{}: {method} {resource} is not a route of template.yaml",
             path.display()
         );
-        checked += 1;
+        if event["type"] != "REQUEST" {
+            assert!(
+                context["authorizer"]["principalId"] == context["authorizer"]["accountId"],
+                "{}: the authorizer's principal is the account",
+                path.display()
+            );
+        }
+        gateway += 1;
     }
-    assert!(checked >= 20, "the gateway events of events/ ({checked})");
-}
-
-/// Validates `body` against the schema openapi.yaml gives `operation`'s `status` response.
-fn assert_conforms(document: &Value, method: &str, path: &str, status: u16, body: &Value) {
-    let operation = &document["paths"][path][method];
-    let mut response = &operation["responses"][status.to_string()];
-    assert!(
-        !response.is_null(),
-        "{method} {path} does not document {status}"
-    );
-    if let Some(reference) = response["$ref"].as_str() {
-        let name = reference.rsplit('/').next().unwrap();
-        response = &document["components"]["responses"][name];
-    }
-    let schema = &response["content"]["application/json"]["schema"];
-    let root = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$ref": schema["$ref"],
-        "components": document["components"],
-    });
-    let validator = jsonschema::options()
-        .should_validate_formats(true)
-        .build(&root)
-        .unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(body)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{method} {path} {status}: {errors:?}\n{body}"
-    );
+    assert!(gateway >= 20, "the gateway events of events/ ({gateway})");
+    assert!(direct >= 1, "the direct events of events/ ({direct})");
 }
 
 fn parts(response: lambda_http::Response<Body>) -> (u16, Value) {

@@ -172,9 +172,15 @@ async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
     // The authorizer names bob, never alice, for bob's key.
     let event = integration_tests::authorizer_event(&bearer(&bob_key));
     let allowed = authorizer::authorize(&store.store, event).await.unwrap();
-    assert!(allowed.is_authorized);
+    assert!(allowed.is_allowed());
     assert_eq!(allowed.context["namespace"], bob.namespace.as_str());
     assert_eq!(allowed.context["accountId"], "bob");
+    // ... and puts bob's requests under bob's usage plan, so only bob's own limits apply.
+    assert_eq!(allowed.principal_id, "bob");
+    assert_eq!(
+        allowed.usage_identifier_key.as_deref(),
+        Some(shared::auth::usage_plan_key_value("abc123", "bob").as_str())
+    );
 
     // Lines sent under bob's namespace with alice's agent name land in bob's agent only.
     ingest(

@@ -1,37 +1,98 @@
-//! The HTTP API's Lambda authorizer (payload 2.0, simple responses): checks
-//! `Authorization: Bearer <key>` with the same code the functions use, and hands the account and
-//! its namespace to the routes in the authorizer context.
+//! The REST API's Lambda authorizer (REQUEST type): checks `Authorization: Bearer <key>` with the
+//! same code the functions use, and answers the gateway with an IAM policy. Allowed, it names the
+//! account three ways: as the principal, in the context the routes read, and as the
+//! `usageIdentifierKey` that puts the request under the account's usage plan (per-account
+//! throttling, contract section 9). Denied, the gateway answers with its ACCESS_DENIED response,
+//! which template.yaml shapes as the contract's 401.
 
 use std::collections::HashMap;
 
 use aws_lambda_events::apigw::{
-    ApiGatewayV2CustomAuthorizerSimpleResponse, ApiGatewayV2CustomAuthorizerV2Request,
+    ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerRequestTypeRequest,
 };
+use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
+use serde::Serialize;
 use serde_json::Value;
 use shared::auth::{self, CONTEXT_ACCOUNT_ID, CONTEXT_NAMESPACE, KeyStore};
 use shared::{ApiError, StoreError};
 
-pub type AuthorizerResponse = ApiGatewayV2CustomAuthorizerSimpleResponse<HashMap<String, Value>>;
+/// What a REST API authorizer returns. Not aws_lambda_events' type: that one writes
+/// `"usageIdentifierKey": null` on a denial, which the gateway need not accept.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthorizerResponse {
+    pub principal_id: String,
+    pub policy_document: ApiGatewayCustomAuthorizerPolicy,
+    #[serde(skip_serializing_if = "HashMap::is_empty")]
+    pub context: HashMap<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage_identifier_key: Option<String>,
+}
 
-// The event types are non-exhaustive: built from their Default.
-fn response(is_authorized: bool, context: HashMap<String, Value>) -> AuthorizerResponse {
-    let mut response = AuthorizerResponse::default();
-    response.is_authorized = is_authorized;
-    response.context = context;
-    response
+/// The principal of a denied request (the gateway requires one, as a string).
+pub const ANONYMOUS: &str = "anonymous";
+
+impl AuthorizerResponse {
+    pub fn effect(&self) -> &IamPolicyEffect {
+        &self.policy_document.statement[0].effect
+    }
+
+    pub fn is_allowed(&self) -> bool {
+        self.effect() == &IamPolicyEffect::Allow
+    }
+}
+
+/// The policy covers every method of the API's stage, not only the one asked about: the gateway
+/// caches the verdict for 60 seconds per key and applies it to the key's next requests, whatever
+/// their route. `arn:...:{apiId}/{stage}/{METHOD}/{path}` → `arn:...:{apiId}/{stage}/*`.
+fn stage_resource(method_arn: Option<&str>) -> Option<String> {
+    let mut parts = method_arn?.splitn(3, '/');
+    let (api, stage) = (parts.next()?, parts.next()?);
+    (api.starts_with("arn:") && !stage.is_empty()).then(|| format!("{api}/{stage}/*"))
+}
+
+fn policy(effect: IamPolicyEffect, resource: String) -> ApiGatewayCustomAuthorizerPolicy {
+    // The event types are non-exhaustive: built from their Default.
+    let mut statement = IamPolicyStatement::default();
+    statement.action = vec!["execute-api:Invoke".to_owned()];
+    statement.effect = effect;
+    statement.resource = vec![resource];
+    let mut policy = ApiGatewayCustomAuthorizerPolicy::default();
+    policy.version = Some("2012-10-17".to_owned());
+    policy.statement = vec![statement];
+    policy
+}
+
+fn denied(resource: String) -> AuthorizerResponse {
+    AuthorizerResponse {
+        principal_id: ANONYMOUS.to_owned(),
+        policy_document: policy(IamPolicyEffect::Deny, resource),
+        context: HashMap::new(),
+        usage_identifier_key: None,
+    }
 }
 
 /// Allowed with the caller in the context, or denied with an empty context. A store failure is
-/// an error (the gateway answers 500 and caches nothing), never a cached denial of a valid key.
-#[tracing::instrument(skip_all, fields(route = event.route_key.as_deref().unwrap_or_default()))]
+/// an error (the gateway answers its AUTHORIZER_FAILURE response, 503, and caches nothing), never
+/// a cached denial of a valid key.
+#[tracing::instrument(skip_all, fields(method_arn = event.method_arn.as_deref().unwrap_or_default()))]
 pub async fn authorize<K: KeyStore>(
     keys: &K,
-    event: ApiGatewayV2CustomAuthorizerV2Request,
+    event: ApiGatewayCustomAuthorizerRequestTypeRequest,
 ) -> Result<AuthorizerResponse, StoreError> {
+    let (Some(resource), Some(api_id)) = (
+        stage_resource(event.method_arn.as_deref()),
+        event.request_context.apiid.as_deref(),
+    ) else {
+        tracing::warn!("request without a method ARN or API id denied");
+        return Ok(denied("*".to_owned()));
+    };
     match auth::authenticate(&event.headers, keys).await {
-        Ok(principal) => Ok(response(
-            true,
-            HashMap::from([
+        Ok(principal) => Ok(AuthorizerResponse {
+            usage_identifier_key: Some(auth::usage_plan_key_value(api_id, &principal.account_id)),
+            principal_id: principal.account_id.clone(),
+            policy_document: policy(IamPolicyEffect::Allow, resource),
+            context: HashMap::from([
                 (
                     CONTEXT_ACCOUNT_ID.to_owned(),
                     Value::String(principal.account_id),
@@ -41,12 +102,12 @@ pub async fn authorize<K: KeyStore>(
                     Value::String(principal.namespace),
                 ),
             ]),
-        )),
+        }),
         Err(ApiError::Unavailable(error)) => Err(error),
         Err(ApiError::Internal(error)) => Err(StoreError::Unexpected(error)),
         Err(_) => {
             tracing::info!("request denied");
-            Ok(response(false, HashMap::new()))
+            Ok(denied(resource))
         }
     }
 }
@@ -57,12 +118,12 @@ mod tests {
     use shared::auth::Principal;
     use shared::store::memory::MemoryStore;
 
-    fn event(name: &str) -> ApiGatewayV2CustomAuthorizerV2Request {
+    fn event(name: &str) -> ApiGatewayCustomAuthorizerRequestTypeRequest {
         let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
     }
 
-    fn with_key(key: &str) -> ApiGatewayV2CustomAuthorizerV2Request {
+    fn with_key(key: &str) -> ApiGatewayCustomAuthorizerRequestTypeRequest {
         let mut event = event("authorizer.json");
         event
             .headers
@@ -71,22 +132,34 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_known_key_is_allowed_with_its_account_in_the_context() {
+    async fn a_known_key_is_allowed_on_the_whole_stage_with_its_account_and_usage_plan_key() {
         let store = MemoryStore::default();
         let key = store.issue_key(&Principal {
             account_id: "acme".into(),
             namespace: "tiny-ferret-maroon-123".into(),
         });
         let response = authorize(&store, with_key(key.expose())).await.unwrap();
-        assert!(response.is_authorized);
-        assert_eq!(response.context["accountId"], "acme");
-        assert_eq!(response.context["namespace"], "tiny-ferret-maroon-123");
         let wire = serde_json::to_value(&response).unwrap();
-        assert_eq!(wire["isAuthorized"], true);
+        assert_eq!(
+            wire,
+            serde_json::json!({
+                "principalId": "acme",
+                "policyDocument": {
+                    "Version": "2012-10-17",
+                    "Statement": [{
+                        "Action": ["execute-api:Invoke"],
+                        "Effect": "Allow",
+                        "Resource": ["arn:aws:execute-api:us-east-1:123456789012:abc123/dev/*"],
+                    }],
+                },
+                "context": {"accountId": "acme", "namespace": "tiny-ferret-maroon-123"},
+                "usageIdentifierKey": auth::usage_plan_key_value("abc123", "acme"),
+            })
+        );
     }
 
     #[tokio::test]
-    async fn unknown_revoked_and_malformed_keys_are_denied() {
+    async fn unknown_revoked_and_malformed_keys_are_denied_without_context_or_usage_key() {
         let store = MemoryStore::default();
         let revoked = store.issue_key(&Principal {
             account_id: "acme".into(),
@@ -100,8 +173,25 @@ mod tests {
             with_key(shared::auth::ApiKey::generate().expose()),
         ] {
             let response = authorize(&store, request).await.unwrap();
-            assert!(!response.is_authorized);
-            assert!(response.context.is_empty());
+            let wire = serde_json::to_value(&response).unwrap();
+            assert_eq!(wire["policyDocument"]["Statement"][0]["Effect"], "Deny");
+            assert_eq!(wire["principalId"], ANONYMOUS);
+            assert!(wire.get("context").is_none(), "{wire}");
+            assert!(wire.get("usageIdentifierKey").is_none(), "{wire}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_request_without_a_method_arn_is_denied_even_with_a_good_key() {
+        let store = MemoryStore::default();
+        let key = store.issue_key(&Principal {
+            account_id: "acme".into(),
+            namespace: "ns".into(),
+        });
+        let mut request = with_key(key.expose());
+        request.method_arn = Some("not-an-arn".into());
+        let response = authorize(&store, request).await.unwrap();
+        assert_eq!(response.effect(), &IamPolicyEffect::Deny);
+        assert!(response.usage_identifier_key.is_none());
     }
 }
