@@ -1,3 +1,4 @@
 //! What the operator command does beyond one call of the store (`agent-hosting-admin`, main.rs).
 
+pub mod gateway;
 pub mod replay;

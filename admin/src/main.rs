@@ -2,13 +2,16 @@
 //! same definitions template.yaml is checked against), creates accounts, and issues, lists and
 //! revokes API keys on any endpoint: DynamoDB Local or AWS (with the usual AWS credentials),
 //! replays the ingest function's failure queue (replay.rs), and upgrades a store the first slice
-//! wrote (`migrate-first-slice`).
+//! wrote (`migrate-first-slice`). Given the stack's REST API, stage and default usage plan, it
+//! also keeps each account's gateway key and limits (gateway.rs): made with the account, listed
+//! with its keys, removed with it, changed by `set-limits` and `reset-limits`.
 //!
 //! Informational lines go to stderr; stdout carries only the result (for an issued key: the key
 //! alone, on the last line), so scripts can capture it.
 
 use std::process::ExitCode;
 
+use agent_hosting_admin::gateway::{self, AccountGateway, Gateway, Limits, Plan};
 use clap::{Parser, Subcommand};
 use shared::auth::ApiKey;
 use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, DYNAMODB_ENDPOINT, LOGS_TABLE, TableNames};
@@ -30,6 +33,23 @@ struct Cli {
     /// Name of the logs table (on AWS: the stack's LogsTableName output).
     #[arg(long, env = LOGS_TABLE, default_value = "logs", global = true)]
     logs_table: String,
+    /// The stack's REST API (its RestApiId output): with --api-stage and --accounts-usage-plan,
+    /// accounts get their gateway key and limits.
+    #[arg(long, env = "REST_API_ID", global = true)]
+    rest_api_id: Option<String>,
+    /// The REST API's stage (the stack's ApiStage output).
+    #[arg(long, env = "API_STAGE", global = true)]
+    api_stage: Option<String>,
+    /// The default per-account usage plan (the stack's AccountsUsagePlanId output).
+    #[arg(long, env = "ACCOUNTS_USAGE_PLAN_ID", global = true)]
+    accounts_usage_plan: Option<String>,
+    /// An API Gateway endpoint other than AWS's (an emulator).
+    #[arg(long, env = "APIGATEWAY_ENDPOINT", global = true)]
+    apigateway_endpoint: Option<String>,
+    /// Change accounts on AWS without their gateway keys (their requests are refused at the
+    /// gateway until `sync-gateway` runs).
+    #[arg(long, global = true)]
+    no_gateway: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -55,8 +75,24 @@ enum Command {
         #[arg(long, requires = "create_account")]
         namespace: Option<String>,
     },
-    /// List an account's keys (ids and dates, never the keys).
+    /// List an account's keys (ids and dates, never the keys), and its gateway key and limits.
     ListKeys { account: String },
+    /// Give an account limits of its own at the gateway (requests a second, and at once).
+    SetLimits {
+        account: String,
+        #[arg(long)]
+        rate: u32,
+        #[arg(long)]
+        burst: u32,
+    },
+    /// Put an account back under the stack's default per-account limits.
+    ResetLimits { account: String },
+    /// Delete an account without agents: its keys, its gateway key and plan, the account (its
+    /// namespace is never given to another account).
+    DeleteAccount { account: String },
+    /// Make the gateway key of every account that has none (after the REST API is first
+    /// deployed, or after accounts were made with --no-gateway).
+    SyncGateway,
     /// Revoke a key by account and key id, or by the key itself (--key).
     RevokeKey {
         #[arg(required_unless_present = "key")]
@@ -106,6 +142,8 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), AdminError> {
+    let gateway = gateway(&cli).await?;
+    let without_gateway = cli.endpoint.is_some() || cli.no_gateway;
     let client = client(cli.endpoint.as_deref()).await?;
     let tables = TableNames {
         agents: cli.agents_table,
@@ -130,6 +168,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
             }
         }
         Command::CreateAccount { account, namespace } => {
+            let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
             let account = store
                 .ensure_account_in(&account, namespace.as_deref())
                 .await?;
@@ -137,6 +176,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                 "account {} namespace {}",
                 account.account_id, account.namespace
             );
+            ensure_gateway_key(gateway, &account.account_id).await?;
             println!("{}", account.namespace);
         }
         Command::IssueKey {
@@ -144,6 +184,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
             create_account,
             namespace,
         } => {
+            let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
             if create_account {
                 let account = store
                     .ensure_account_in(&account, namespace.as_deref())
@@ -154,6 +195,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                 );
             }
             let (key, record) = store.issue_key(&account).await?;
+            ensure_gateway_key(gateway, &account).await?;
             eprintln!(
                 "issued key {} for account {} (namespace {}); it is shown once, store it now",
                 record.key_id, record.account_id, record.namespace
@@ -161,6 +203,9 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
             println!("{}", key.expose());
         }
         Command::ListKeys { account } => {
+            if let Some(gateway) = &gateway {
+                println!("{}", describe(gateway.describe(&account).await?.as_ref()));
+            }
             for key in store.list_keys(&account).await? {
                 println!(
                     "{}\tcreated {}\t{}",
@@ -190,6 +235,37 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                 }
             }
             eprintln!("revoked; the gateway's authorizer cache forgets it within 60 seconds");
+        }
+        Command::SetLimits {
+            account,
+            rate,
+            burst,
+        } => {
+            store
+                .get_account(&account)
+                .await?
+                .ok_or_else(|| AdminError::NoAccount(account.clone()))?;
+            let gateway = required(gateway)?;
+            let state = gateway.set_limits(&account, Limits { rate, burst }).await?;
+            println!("{}", describe(Some(&state)));
+        }
+        Command::ResetLimits { account } => {
+            let state = required(gateway)?.reset_limits(&account).await?;
+            println!("{}", describe(Some(&state)));
+        }
+        Command::DeleteAccount { account } => {
+            let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
+            if gateway::delete_account(&store, gateway, &account).await? {
+                println!("deleted account {account}");
+            } else {
+                println!("no account {account} (nor anything of it at the gateway)");
+            }
+        }
+        Command::SyncGateway => {
+            let gateway = required(gateway)?;
+            for (account, state) in gateway::sync_gateway(&store, &gateway).await? {
+                println!("{account}\t{}", describe(Some(&state)));
+            }
         }
         Command::ReplayIngestFailures {
             queue_url,
@@ -257,6 +333,86 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
         }
     }
     Ok(())
+}
+
+/// The stack's gateway, when its three names are given.
+async fn gateway(cli: &Cli) -> Result<Option<Gateway>, AdminError> {
+    match (&cli.rest_api_id, &cli.api_stage, &cli.accounts_usage_plan) {
+        (Some(api), Some(stage), Some(plan)) => {
+            let config = operator_sdk_config().await;
+            let mut apigateway = aws_sdk_apigateway::config::Builder::from(&config);
+            if let Some(endpoint) = &cli.apigateway_endpoint {
+                apigateway = apigateway.endpoint_url(endpoint);
+            }
+            Ok(Some(Gateway::new(
+                aws_sdk_apigateway::Client::from_conf(apigateway.build()),
+                api.clone(),
+                stage.clone(),
+                plan.clone(),
+            )))
+        }
+        (None, None, None) => Ok(None),
+        _ => Err(AdminError::Invalid(
+            "give all three of --rest-api-id, --api-stage and --accounts-usage-plan".into(),
+        )),
+    }
+}
+
+fn required(gateway: Option<Gateway>) -> Result<Gateway, AdminError> {
+    gateway.ok_or_else(|| {
+        AdminError::Invalid(
+            "this command needs the stack's gateway: --rest-api-id, --api-stage, \
+             --accounts-usage-plan"
+                .into(),
+        )
+    })
+}
+
+/// The gateway an account change is made at. On AWS (no DynamoDB endpoint) it must be given,
+/// unless --no-gateway: an account without its gateway key is refused there. Locally (DynamoDB
+/// Local, no gateway in front) there is none.
+fn account_gateway(
+    gateway: Option<&Gateway>,
+    without_gateway: bool,
+) -> Result<Option<&Gateway>, AdminError> {
+    match gateway {
+        None if !without_gateway => Err(AdminError::Invalid(
+            "on AWS, give the stack's gateway (--rest-api-id, --api-stage, --accounts-usage-plan \
+             or REST_API_ID, API_STAGE, ACCOUNTS_USAGE_PLAN_ID from its outputs), or \
+             --no-gateway"
+                .into(),
+        )),
+        gateway => Ok(gateway),
+    }
+}
+
+async fn ensure_gateway_key(gateway: Option<&Gateway>, account: &str) -> Result<(), AdminError> {
+    if let Some(gateway) = gateway {
+        let state = gateway.ensure_account(account).await?;
+        eprintln!("{}", describe(Some(&state)));
+    }
+    Ok(())
+}
+
+/// One line about an account's gateway key and limits.
+fn describe(state: Option<&AccountGateway>) -> String {
+    match state {
+        None => "gateway: no key (agent-hosting-admin sync-gateway makes it)".to_owned(),
+        Some(AccountGateway { key_id, plan: None }) => {
+            format!("gateway key {key_id}: in no usage plan (sync-gateway puts it in the default)")
+        }
+        Some(AccountGateway {
+            key_id,
+            plan: Some(Plan::Default),
+        }) => format!("gateway key {key_id}: default limits"),
+        Some(AccountGateway {
+            key_id,
+            plan: Some(Plan::Own { plan_id, limits }),
+        }) => format!(
+            "gateway key {key_id}: own limits, rate {} burst {} (plan {plan_id})",
+            limits.rate, limits.burst
+        ),
+    }
 }
 
 /// The SDK's default chains (the operator's profiles, assumed roles, exported credentials), with

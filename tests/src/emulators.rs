@@ -1,5 +1,5 @@
 //! Servers a test starts for itself, through scripts/local.sh (which installs them on first
-//! use), and stops when dropped: moto's server for SQS, and a DynamoDB Local that keeps its data
+//! use), and stops when dropped: moto's server for SQS and API Gateway, and a DynamoDB Local that keeps its data
 //! on disk so that it can be killed and started again.
 
 use std::path::PathBuf;
@@ -54,6 +54,22 @@ impl Moto {
             .http_client(shared::aws::http_client(shared::aws::Trust::System))
             .build();
         aws_sdk_sqs::Client::from_conf(config)
+    }
+}
+
+impl Moto {
+    /// An API Gateway (REST APIs, keys, usage plans) client of the emulator.
+    pub fn apigateway(&self) -> aws_sdk_apigateway::Client {
+        let config = aws_sdk_apigateway::config::Builder::new()
+            .behavior_version(aws_sdk_apigateway::config::BehaviorVersion::latest())
+            .region(aws_sdk_apigateway::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_apigateway::config::Credentials::new(
+                "local", "local", None, None, "moto",
+            ))
+            .endpoint_url(&self.endpoint)
+            .http_client(shared::aws::http_client(shared::aws::Trust::System))
+            .build();
+        aws_sdk_apigateway::Client::from_conf(config)
     }
 }
 

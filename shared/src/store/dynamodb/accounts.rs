@@ -3,7 +3,9 @@
 
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
-use super::items::{AccountItem, AccountKeyItem, KeyItem, NamespaceItem, account_pk, key_pk};
+use super::items::{
+    AccountItem, AccountKeyItem, KeyItem, NamespaceItem, account_pk, key_pk, namespace_pk,
+};
 use super::{DynamoStore, Transaction, built, classify, item_as, key, mapping, put_new, s};
 use crate::auth::{ApiKey, KeyHash, KeyRecord, KeyStore};
 use crate::error::StoreError;
@@ -228,6 +230,98 @@ impl DynamoStore {
     pub async fn revoke_key_text(&self, key: &ApiKey) -> Result<(), AdminError> {
         let record = self.find_key(&key.hash()).await?.ok_or(AdminError::NoKey)?;
         self.revoke_key(&record.account_id, &record.key_id).await
+    }
+}
+
+impl DynamoStore {
+    /// Every account: a Scan of the accounts table (an operator's sweep, such as
+    /// `sync-gateway`; it reads every key item too).
+    pub async fn list_accounts(&self) -> Result<Vec<Account>, StoreError> {
+        let mut accounts = Vec::new();
+        let mut pages = self
+            .client
+            .scan()
+            .table_name(&self.accounts_table)
+            .filter_expression("sk = :account")
+            .expression_attribute_values(":account", s("ACCOUNT"))
+            .consistent_read(true)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            for item in page.map_err(classify)?.items.unwrap_or_default() {
+                let account: AccountItem = serde_dynamo::from_item(item).map_err(mapping)?;
+                accounts.push(Account {
+                    account_id: account.account_id,
+                    namespace: account.namespace,
+                    created_at: account.created_at,
+                });
+            }
+        }
+        accounts.sort_by(|a, b| a.account_id.cmp(&b.account_id));
+        Ok(accounts)
+    }
+
+    /// Deletes an account and its keys (each refused by the functions at once, and at the
+    /// gateway within the authorizer's 60 s cache). Refused while the account has agents. Its
+    /// namespace stays claimed and is never another account's: its agents' log groups were named
+    /// by it. `false` when there was no such account (deleting twice is harmless).
+    pub async fn delete_account(&self, account_id: &str) -> Result<bool, AdminError> {
+        let Some(account) = self.get_account(account_id).await? else {
+            return Ok(false);
+        };
+        let agents = self
+            .client
+            .query()
+            .table_name(&self.agents_table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :agents)")
+            .expression_attribute_values(":pk", s(namespace_pk(&account.namespace)))
+            .expression_attribute_values(":agents", s("AGENT#"))
+            .limit(1)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        if agents.count > 0 {
+            return Err(AdminError::Invalid(format!(
+                "account {account_id} still has agents; delete them first"
+            )));
+        }
+        let handles = self
+            .client
+            .query()
+            .table_name(&self.accounts_table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :keys)")
+            .expression_attribute_values(":pk", s(account_pk(account_id)))
+            .expression_attribute_values(":keys", s("KEY#"))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(classify)?;
+        for item in handles {
+            let handle: AccountKeyItem = serde_dynamo::from_item(item).map_err(mapping)?;
+            // The key's own item first: from then on it no longer authenticates.
+            let hash = KeyHash::from_hex(handle.key_hash);
+            for (pk, sk) in [(key_pk(&hash), "KEY".to_owned()), (handle.pk, handle.sk)] {
+                self.client
+                    .delete_item()
+                    .table_name(&self.accounts_table)
+                    .set_key(Some(key(pk, sk)))
+                    .send()
+                    .await
+                    .map_err(classify)?;
+            }
+        }
+        self.client
+            .delete_item()
+            .table_name(&self.accounts_table)
+            .set_key(Some(key(account_pk(account_id), "ACCOUNT".to_owned())))
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(true)
     }
 }
 

@@ -1,0 +1,453 @@
+//! Contract section 9, the operator's side: each account has one gateway key, whose value is the
+//! usage-plan key the authorizer names, in exactly one usage plan of the API's stage: the
+//! stack's default plan, or its own after `set-limits`; made with the account, removed with it.
+//! API Gateway is moto's server (an emulator of the real API); the store is DynamoDB Local.
+//! moto does not refuse what AWS refuses (a key in two plans of a stage, deleting a plan that
+//! still has a stage), so the tests check after every step that the key is in exactly one plan.
+
+use std::sync::{Arc, Mutex};
+
+use agent_hosting_admin::gateway::{self, Gateway, Limits, Plan};
+use aws_sdk_apigateway::Client;
+use aws_sdk_apigateway::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_apigateway::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_apigateway::error::BoxError;
+use aws_sdk_apigateway::types::{ApiStage, ThrottleSettings, UsagePlan};
+use integration_tests::emulators::Moto;
+use integration_tests::{TestStore, create_named_agent};
+use shared::auth::usage_plan_key_value;
+
+const STAGE: &str = "dev";
+
+/// The requests a client sends, in order (`METHOD /path`): how the tests see that the orderings
+/// AWS enforces and moto does not are kept.
+#[derive(Debug, Clone, Default)]
+struct Requests(Arc<Mutex<Vec<String>>>);
+
+impl Intercept for Requests {
+    fn name(&self) -> &'static str {
+        "Requests"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let request = context.request();
+        let uri = request.uri();
+        let path = uri
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.find('/').map(|at| &rest[at..]));
+        let path = path.unwrap_or(uri).split('?').next().unwrap_or_default();
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{} {path}", request.method()));
+        Ok(())
+    }
+}
+
+impl Requests {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut self.0.lock().unwrap())
+    }
+
+    /// Asserts `first` is sent, and before `then`, which is sent too.
+    fn assert_before(sent: &[String], first: &str, then: &str) {
+        let at = |wanted: &str| {
+            sent.iter()
+                .position(|request| request == wanted)
+                .unwrap_or_else(|| panic!("{wanted} was not sent: {sent:#?}"))
+        };
+        assert!(at(first) < at(then), "{first} before {then}: {sent:#?}");
+    }
+}
+
+/// What template.yaml deploys: a REST API, its stage, and the default per-account plan.
+struct Stack {
+    client: Client,
+    requests: Requests,
+    rest_api_id: String,
+    default_plan_id: String,
+}
+
+impl Stack {
+    async fn deploy(moto: &Moto) -> Self {
+        let requests = Requests::default();
+        let client = Client::from_conf(
+            moto.apigateway()
+                .config()
+                .to_builder()
+                .interceptor(requests.clone())
+                .build(),
+        );
+        let api = client
+            .create_rest_api()
+            .name(format!("agent-hosting-{}", uuid::Uuid::new_v4().simple()))
+            .send()
+            .await
+            .unwrap();
+        let rest_api_id = api.id.unwrap();
+        // A deployment needs a method (AWS and moto both refuse an empty API).
+        let root = client
+            .get_resources()
+            .rest_api_id(&rest_api_id)
+            .send()
+            .await
+            .unwrap()
+            .items
+            .unwrap()
+            .remove(0)
+            .id
+            .unwrap();
+        client
+            .put_method()
+            .rest_api_id(&rest_api_id)
+            .resource_id(&root)
+            .http_method("GET")
+            .authorization_type("NONE")
+            .send()
+            .await
+            .unwrap();
+        client
+            .put_integration()
+            .rest_api_id(&rest_api_id)
+            .resource_id(&root)
+            .http_method("GET")
+            .r#type(aws_sdk_apigateway::types::IntegrationType::Mock)
+            .send()
+            .await
+            .unwrap();
+        client
+            .create_deployment()
+            .rest_api_id(&rest_api_id)
+            .stage_name(STAGE)
+            .send()
+            .await
+            .unwrap();
+        let plan = client
+            .create_usage_plan()
+            .name("accounts")
+            .api_stages(
+                ApiStage::builder()
+                    .api_id(&rest_api_id)
+                    .stage(STAGE)
+                    .build(),
+            )
+            .throttle(
+                ThrottleSettings::builder()
+                    .rate_limit(10.0)
+                    .burst_limit(20)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        Stack {
+            client,
+            requests,
+            rest_api_id,
+            default_plan_id: plan.id.unwrap(),
+        }
+    }
+
+    fn gateway(&self) -> Gateway {
+        Gateway::new(
+            self.client.clone(),
+            self.rest_api_id.clone(),
+            STAGE.to_owned(),
+            self.default_plan_id.clone(),
+        )
+    }
+
+    async fn plans_with_key(&self, key_id: &str) -> Vec<UsagePlan> {
+        self.client
+            .get_usage_plans()
+            .key_id(key_id)
+            .send()
+            .await
+            .unwrap()
+            .items
+            .unwrap_or_default()
+    }
+
+    /// The one plan the key is in (asserts it is exactly one).
+    async fn only_plan_of(&self, key_id: &str) -> UsagePlan {
+        let plans = self.plans_with_key(key_id).await;
+        assert_eq!(plans.len(), 1, "the key is in exactly one plan: {plans:?}");
+        plans.into_iter().next().unwrap()
+    }
+
+    async fn plan_names(&self) -> Vec<String> {
+        let plans = self.client.get_usage_plans().send().await.unwrap();
+        plans
+            .items()
+            .iter()
+            .filter_map(|plan| plan.name().map(str::to_owned))
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn an_account_gets_one_enabled_key_in_the_default_plan_with_the_value_the_authorizer_names() {
+    let moto = Moto::start();
+    let stack = Stack::deploy(&moto).await;
+    let store = TestStore::new().await;
+    let gateway = stack.gateway();
+    store.store.ensure_account("acme").await.unwrap();
+
+    let state = gateway.ensure_account("acme").await.unwrap();
+    assert_eq!(state.plan, Some(Plan::Default));
+    let key = stack
+        .client
+        .get_api_key()
+        .api_key(&state.key_id)
+        .include_value(true)
+        .send()
+        .await
+        .unwrap();
+    assert!(key.enabled, "a key the gateway accepts");
+    assert_eq!(
+        key.value.as_deref(),
+        Some(usage_plan_key_value(&stack.rest_api_id, "acme").as_str())
+    );
+    assert_eq!(key.customer_id.as_deref(), Some("acme"));
+    assert_eq!(
+        stack.only_plan_of(&state.key_id).await.id.as_deref(),
+        Some(stack.default_plan_id.as_str())
+    );
+
+    // Again (create-account, issue-key run twice): the same key, no second one.
+    assert_eq!(gateway.ensure_account("acme").await.unwrap(), state);
+    let keys = stack.client.get_api_keys().send().await.unwrap();
+    assert_eq!(keys.items().len(), 1, "{keys:?}");
+}
+
+#[tokio::test]
+async fn set_limits_gives_the_account_its_own_plan_and_reset_limits_takes_it_back() {
+    let moto = Moto::start();
+    let stack = Stack::deploy(&moto).await;
+    let store = TestStore::new().await;
+    let gateway = stack.gateway();
+    for account in ["acme", "bob"] {
+        store.store.ensure_account(account).await.unwrap();
+    }
+    let bob = gateway.ensure_account("bob").await.unwrap();
+
+    let acme_default = gateway.ensure_account("acme").await.unwrap();
+    stack.requests.take();
+    let limits = Limits { rate: 5, burst: 10 };
+    let acme = gateway.set_limits("acme", limits).await.unwrap();
+    let Some(Plan::Own {
+        plan_id,
+        limits: own,
+    }) = &acme.plan
+    else {
+        panic!("acme's own plan: {acme:?}");
+    };
+    assert_eq!(*own, limits);
+    let plan = stack.only_plan_of(&acme.key_id).await;
+    assert_eq!(plan.id.as_deref(), Some(plan_id.as_str()));
+    let throttle = plan.throttle().unwrap();
+    assert_eq!((throttle.rate_limit(), throttle.burst_limit()), (5.0, 10));
+    assert_eq!(
+        plan.api_stages()[0].api_id(),
+        Some(stack.rest_api_id.as_str())
+    );
+    assert_eq!(plan.api_stages()[0].stage(), Some(STAGE));
+    // Out of the default plan before into its own: AWS refuses a key in two plans of a stage.
+    Requests::assert_before(
+        &stack.requests.take(),
+        &format!(
+            "DELETE /usageplans/{}/keys/{}",
+            stack.default_plan_id, acme_default.key_id
+        ),
+        &format!("POST /usageplans/{plan_id}/keys"),
+    );
+
+    // New limits change the same plan.
+    let changed = gateway
+        .set_limits("acme", Limits { rate: 7, burst: 14 })
+        .await
+        .unwrap();
+    assert_eq!(
+        changed.plan,
+        Some(Plan::Own {
+            plan_id: plan_id.clone(),
+            limits: Limits { rate: 7, burst: 14 }
+        })
+    );
+    assert_eq!(stack.plan_names().await.len(), 2, "the default and acme's");
+
+    stack.requests.take();
+    let reset = gateway.reset_limits("acme").await.unwrap();
+    let sent = stack.requests.take();
+    Requests::assert_before(
+        &sent,
+        &format!("DELETE /usageplans/{plan_id}/keys/{}", acme.key_id),
+        &format!("POST /usageplans/{}/keys", stack.default_plan_id),
+    );
+    // A plan with a stage cannot be deleted: the stage is removed first.
+    Requests::assert_before(
+        &sent,
+        &format!("PATCH /usageplans/{plan_id}"),
+        &format!("DELETE /usageplans/{plan_id}"),
+    );
+    assert_eq!(reset.plan, Some(Plan::Default));
+    assert_eq!(reset.key_id, acme.key_id);
+    assert_eq!(
+        stack.only_plan_of(&acme.key_id).await.id.as_deref(),
+        Some(stack.default_plan_id.as_str())
+    );
+    assert_eq!(
+        stack.plan_names().await,
+        ["accounts"],
+        "acme's plan is gone"
+    );
+
+    // Bob was under the default limits throughout, with his key.
+    assert_eq!(gateway.describe("bob").await.unwrap(), Some(bob));
+
+    assert!(
+        gateway
+            .set_limits("acme", Limits { rate: 0, burst: 1 })
+            .await
+            .is_err(),
+        "a rate of 0 is refused"
+    );
+}
+
+#[tokio::test]
+async fn an_account_with_agents_is_not_deleted_one_without_is_removed_everywhere() {
+    let moto = Moto::start();
+    let stack = Stack::deploy(&moto).await;
+    let store = TestStore::new().await;
+    let gateway = stack.gateway();
+
+    let (acme, acme_key) = store.account_with_key("acme").await;
+    gateway.ensure_account("acme").await.unwrap();
+    create_named_agent(&store, &acme_key, "support-bot").await;
+    let refused = gateway::delete_account(&store.store, Some(&gateway), "acme").await;
+    assert!(refused.is_err(), "acme still has an agent");
+    assert!(store.store.get_account("acme").await.unwrap().is_some());
+    assert!(gateway.describe("acme").await.unwrap().is_some());
+    assert!(
+        shared::auth::authenticate(&bearer_headers(&acme_key), &store.store)
+            .await
+            .is_ok(),
+        "acme's key still works"
+    );
+
+    let (bob, bob_key) = store.account_with_key("bob").await;
+    let bob_gateway = gateway
+        .set_limits("bob", Limits { rate: 2, burst: 4 })
+        .await
+        .unwrap();
+    stack.requests.take();
+    assert!(
+        gateway::delete_account(&store.store, Some(&gateway), "bob")
+            .await
+            .unwrap()
+    );
+    let Some(Plan::Own { plan_id, .. }) = &bob_gateway.plan else {
+        panic!("bob's own plan: {bob_gateway:?}");
+    };
+    let sent = stack.requests.take();
+    // The key leaves its plan before it is deleted; the plan loses its stage before it is.
+    Requests::assert_before(
+        &sent,
+        &format!("DELETE /usageplans/{plan_id}/keys/{}", bob_gateway.key_id),
+        &format!("DELETE /apikeys/{}", bob_gateway.key_id),
+    );
+    Requests::assert_before(
+        &sent,
+        &format!("PATCH /usageplans/{plan_id}"),
+        &format!("DELETE /usageplans/{plan_id}"),
+    );
+    assert!(store.store.get_account("bob").await.unwrap().is_none());
+    assert!(store.store.list_keys("bob").await.unwrap().is_empty());
+    assert!(
+        shared::auth::authenticate(&bearer_headers(&bob_key), &store.store)
+            .await
+            .is_err(),
+        "bob's key no longer authenticates"
+    );
+    assert_eq!(gateway.describe("bob").await.unwrap(), None);
+    assert!(stack.plans_with_key(&bob_gateway.key_id).await.is_empty());
+    assert_eq!(stack.plan_names().await, ["accounts"], "bob's plan is gone");
+    // His namespace is never another account's.
+    assert!(
+        store
+            .store
+            .ensure_account_in("carol", Some(&bob.namespace))
+            .await
+            .is_err()
+    );
+    // Deleting again is harmless; acme is untouched.
+    assert!(
+        !gateway::delete_account(&store.store, Some(&gateway), "bob")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .store
+            .get_account(&acme.account_id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        gateway.describe("acme").await.unwrap().unwrap().plan,
+        Some(Plan::Default)
+    );
+}
+
+#[tokio::test]
+async fn sync_gateway_gives_every_account_made_without_the_gateway_its_key() {
+    let moto = Moto::start();
+    let stack = Stack::deploy(&moto).await;
+    let store = TestStore::new().await;
+    let gateway = stack.gateway();
+    for account in ["acme", "bob", "carol"] {
+        store.store.ensure_account(account).await.unwrap();
+    }
+    gateway.ensure_account("acme").await.unwrap();
+    gateway
+        .set_limits("carol", Limits { rate: 3, burst: 3 })
+        .await
+        .unwrap();
+
+    let changed = gateway::sync_gateway(&store.store, &gateway).await.unwrap();
+    let names: Vec<&str> = changed
+        .iter()
+        .map(|(account, _)| account.as_str())
+        .collect();
+    assert_eq!(names, ["bob"], "only the account without a key");
+    for account in ["acme", "bob", "carol"] {
+        let state = gateway.describe(account).await.unwrap().unwrap();
+        stack.only_plan_of(&state.key_id).await;
+    }
+    assert!(matches!(
+        gateway.describe("carol").await.unwrap().unwrap().plan,
+        Some(Plan::Own { .. })
+    ));
+    assert!(
+        gateway::sync_gateway(&store.store, &gateway)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+fn bearer_headers(key: &shared::auth::ApiKey) -> http::HeaderMap {
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::AUTHORIZATION,
+        integration_tests::bearer(key).parse().unwrap(),
+    );
+    headers
+}
