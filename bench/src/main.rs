@@ -340,7 +340,7 @@ async fn main() {
 
     // Latency of logs: the gateway's event for demo-agent, with 1,000 lines stored.
     let logs = event_file("agent-logs.json");
-    let namespace = logs["requestContext"]["authorizer"]["lambda"]["namespace"]
+    let namespace = logs["requestContext"]["authorizer"]["namespace"]
         .as_str()
         .expect("the fixture's namespace")
         .to_owned();
