@@ -84,13 +84,19 @@ ensure_schemathesis() {
   fi
 }
 
-# moto's server, in a venv of its own (its pins are not sam's).
+# moto's server, in a venv of its own (its pins are not sam's). Tests start it concurrently:
+# one installs it, under a lock, while the others wait (two at once broke each other's venv).
 ensure_moto() {
+  mkdir -p "$local_dir"
+  local lock
+  exec {lock}>"$local_dir/moto-install.lock"
+  flock "$lock"
   if [ ! -x "$moto_venv/bin/moto_server" ]; then
     log "installing moto[server] $moto_version under .local/moto-venv"
     python3 -m venv "$moto_venv"
     "$moto_venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$moto_version"
   fi
+  exec {lock}>&-
 }
 
 moto_start() {
