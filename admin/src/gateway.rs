@@ -229,7 +229,7 @@ impl Gateway {
 
     /// Puts the key in `plan_id` and in no other plan: out of the others first (a key is in one
     /// plan of a stage at a time). Between the two calls the account's requests are refused
-    /// (INVALID_API_KEY, the gateway's 500) for a moment.
+    /// (INVALID_API_KEY, the gateway's 503) for a moment.
     async fn move_key(&self, key_id: &str, plan_id: &str) -> Result<(), GatewayError> {
         let mut already = false;
         for plan in self.plans_with_key(key_id).await? {
