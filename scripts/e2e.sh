@@ -7,12 +7,19 @@
 #
 # Suites: http (tests/e2e/http.rs: the API over HTTP), invoke (tests/e2e/sam_invoke.rs: every
 # fixture of events/ through `sam local invoke`; sam only), schemathesis (openapi.yaml against
-# the API, every check and phase, deterministic; SCHEMATHESIS_EXAMPLES an operation).
+# the API, every check and phase, deterministic; SCHEMATHESIS_EXAMPLES an operation), backlog
+# (tests/e2e/backlog.rs: a burst of deployments and data plane restarts; it starts and stops
+# the data plane itself, so it runs alone, on a stack without one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: e2e.sh watch|sam SUITE...}
 shift
 source scripts/stack.sh
+
+if [[ " $* " == *" backlog "* ]]; then
+  [ $# = 1 ] || { echo "the backlog suite runs alone" >&2; exit 2; }
+  export STACK_DATA_PLANE=off
+fi
 
 # Built once for the whole run; the suites then time requests, not compilation.
 cargo build --quiet -p integration-tests --features e2e --tests
@@ -67,6 +74,7 @@ for suite in "$@"; do
       suite_cargo sam_invoke
       ;;
     schemathesis) schemathesis ;;
+    backlog) suite_cargo backlog ;;
     *) echo "unknown suite $suite" >&2; exit 2 ;;
   esac
   echo "e2e $mode $suite: passed in $(($(date +%s) - started)) s"

@@ -12,6 +12,8 @@ dynamodb_port=${3:-8000}
 source scripts/stack.sh
 
 stack_store "$dynamodb_port" .local/dynamodb-data
+# The data plane's place in that store's stream, kept beside it: a restart resumes there.
+export STACK_CHECKPOINT=.local/dev-data-plane.checkpoint.json
 echo "DynamoDB Local on $DYNAMODB_ENDPOINT, data in .local/dynamodb-data"
 # The dev account's namespace is fixed, so the events/ fixtures name its agents.
 key=$(stack_key dev dev-local)

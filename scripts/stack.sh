@@ -17,6 +17,11 @@
 #   STACK_LOGS             the servers' log files
 #   STACK_SAM_ARCH, STACK_CONTAINER_DYNAMODB_ENDPOINT (sam): the functions' architecture, and
 #                          DynamoDB Local as their containers reach it
+#   STACK_DATA_PLANE_BIN   the development data plane's binary (started by the stack unless
+#                          STACK_DATA_PLANE=off: a suite that starts and stops its own)
+#
+# The development data plane keeps its place in the agents table's stream in STACK_CHECKPOINT
+# (default: a file per DynamoDB Local port under .local/), so that a restart resumes there.
 
 stack_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Job control: without it, a script's background processes start with SIGINT ignored, and sam
@@ -25,6 +30,8 @@ stack_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 set -m
 stack_pids=()
 stack_dynamodb_pid=""
+# Files of this stack alone (an in-memory store's checkpoint), removed when it stops.
+stack_files=()
 STACK_LOGS=()
 stack_sam_logs=()
 
@@ -58,6 +65,8 @@ stack_stop() {
     "$stack_root/scripts/local.sh" dynamodb-stop "$stack_dynamodb_pid"
     stack_dynamodb_pid=""
   fi
+  [ "${#stack_files[@]}" = 0 ] || rm -f "${stack_files[@]}"
+  stack_files=()
 }
 trap stack_stop EXIT
 trap 'exit 130' INT TERM
@@ -110,7 +119,7 @@ stack_store() {
   export AGENTS_TABLE=${AGENTS_TABLE:-agents} ACCOUNTS_TABLE=${ACCOUNTS_TABLE:-accounts} LOGS_TABLE=${LOGS_TABLE:-logs}
   # The secret logs cursors are signed with (on AWS, a Secrets Manager secret of the stack): one
   # per local stack, so a cursor of an earlier run is refused as another deployment's would be.
-  export LOGS_CURSOR_KEY=${LOGS_CURSOR_KEY:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
+  export CURSOR_KEY=${CURSOR_KEY:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
   # DynamoDB Local ignores credentials, but the SDK signs requests with some.
   export AWS_REGION=${AWS_REGION:-us-east-1}
   export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
@@ -130,13 +139,23 @@ stack_host_triple() {
 
 # stack_data_plane NAMES: the development data plane (devplane/, a simulation): template.yaml's
 # pipes on DynamoDB Local's stream of the agents table, each requested deployment reported ready
-# after DEV_READY_AFTER_MS (2000), through the stack's Invoke API; NAMES says how that API names
-# the functions (binary for cargo lambda watch, logical for sam).
+# after DEV_READY_AFTER_MS (2000), DEV_MAX_IN_FLIGHT (4) reports at a time, through the stack's
+# Invoke API; NAMES says how that API names the functions (binary for cargo lambda watch,
+# logical for sam). Built either way; started unless STACK_DATA_PLANE=off.
 stack_data_plane() {
   local names=$1 log="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.log"
   (cd "$stack_root" && cargo build --quiet -p dev-data-plane)
-  (cd "$stack_root" && exec target/debug/dev-data-plane --invoke-url "$STACK_LAMBDA_URL" \
-    --function-names "$names" --ready-after-ms "${DEV_READY_AFTER_MS:-2000}") >"$log" 2>&1 &
+  export STACK_DATA_PLANE_BIN="$stack_root/target/debug/dev-data-plane"
+  [ "${STACK_DATA_PLANE:-on}" = off ] && return
+  local checkpoint=${STACK_CHECKPOINT:-}
+  if [ -z "$checkpoint" ]; then
+    checkpoint="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.checkpoint.json"
+    rm -f "$checkpoint"
+    stack_files+=("$checkpoint")
+  fi
+  (cd "$stack_root" && exec "$STACK_DATA_PLANE_BIN" --invoke-url "$STACK_LAMBDA_URL" \
+    --function-names "$names" --ready-after-ms "${DEV_READY_AFTER_MS:-2000}" \
+    --checkpoint "$checkpoint") >"$log" 2>&1 &
   stack_pids+=("$!")
   STACK_LOGS+=("$log")
 }
@@ -149,7 +168,7 @@ stack_watch() {
   (cd "$stack_root" && exec "$stack_root/.local/venv/bin/cargo-lambda" lambda watch --quiet \
     --target "$(stack_host_triple)" --invoke-address 127.0.0.1 --invoke-port "$port" \
     ${STACK_WATCH_IGNORE_CHANGES:+--ignore-changes} \
-    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,LOGS_CURSOR_KEY=$LOGS_CURSOR_KEY" \
+    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,CURSOR_KEY=$CURSOR_KEY" \
     --env-var "AWS_REGION=$AWS_REGION,AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY,RUST_LOG=${RUST_LOG:-info}") \
     >"$log" 2>&1 &
   stack_pids+=("$!")
@@ -239,7 +258,7 @@ stack_sam_env() {
   cat >"$1" <<JSON
 {"Parameters": {"DYNAMODB_ENDPOINT": "$STACK_CONTAINER_DYNAMODB_ENDPOINT",
   "AGENTS_TABLE": "$AGENTS_TABLE", "ACCOUNTS_TABLE": "$ACCOUNTS_TABLE", "LOGS_TABLE": "$LOGS_TABLE",
-  "LOGS_CURSOR_KEY": "$LOGS_CURSOR_KEY"}}
+  "CURSOR_KEY": "$CURSOR_KEY"}}
 JSON
 }
 

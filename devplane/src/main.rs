@@ -1,13 +1,17 @@
 //! dev-data-plane: see lib.rs. Started by `make run` and `make sam-local` (scripts/stack.sh).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use dev_data_plane::checkpoint::Checkpoint;
 use dev_data_plane::cluster::{self, Scheduled};
-use dev_data_plane::pipes::{self, Rule};
-use dev_data_plane::stream::{self, BoxError, StreamReader};
+use dev_data_plane::pipes::{self, Pipe, Rule};
+use dev_data_plane::stream::{self, BoxError, StreamReader, StreamRecord};
 use serde_json::Value;
+use tokio::sync::{Semaphore, mpsc};
 
 /// How the stack names the functions its Invoke API serves.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -36,9 +40,31 @@ struct Cli {
     /// How long a requested deployment takes to be ready.
     #[arg(long, default_value_t = 2000)]
     ready_after_ms: u64,
+    /// Reports sent at once, at most; the rest wait their turn. cargo lambda watch stops
+    /// answering every route once one function has 100 invocations waiting (README), and a
+    /// cluster's controller paces what it sends as well.
+    #[arg(long, env = "DEV_MAX_IN_FLIGHT", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    max_in_flight: u16,
+    /// Where the place in the stream is kept between runs (resumed at the next start).
+    #[arg(long, default_value = ".local/dev-data-plane.checkpoint.json")]
+    checkpoint: PathBuf,
     #[arg(long, default_value = "template.yaml")]
     template: String,
 }
+
+/// Delivers reports through the stack's Invoke API, a bounded number at a time.
+#[derive(Clone)]
+struct Delivery {
+    http: reqwest::Client,
+    rules: Arc<Vec<Rule>>,
+    invoke_url: String,
+    names: Names,
+    permits: Arc<Semaphore>,
+}
+
+/// Attempts at delivering one report before it is given up (and said so), as EventBridge
+/// retries a target before its dead-letter queue.
+const DELIVERY_ATTEMPTS: u32 = 3;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -52,103 +78,162 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), BoxError> {
-    let (pipes, rules) = pipes::from_template(&std::fs::read_to_string(&cli.template)?)?;
-    let streams = stream::LocalStreams::new(&cli.endpoint);
-    let mut reader = loop {
-        match StreamReader::open(streams.clone(), &cli.agents_table).await {
-            Ok(reader) => break reader,
-            Err(error) => {
-                eprintln!(
-                    "dev data plane: waiting for the {} table's stream ({error})",
-                    cli.agents_table
-                );
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
-    };
-    println!(
-        "dev data plane (a simulation): {} pipes on {}'s stream, reports to {} after {} ms",
-        pipes.len(),
-        cli.agents_table,
-        cli.invoke_url,
-        cli.ready_after_ms
-    );
-    let http = reqwest::Client::new();
-    let ready_after = Duration::from_millis(cli.ready_after_ms);
+async fn open_reader(streams: &stream::LocalStreams, table: &str) -> StreamReader {
     loop {
-        let records = match reader.poll().await {
-            Ok(records) => records,
+        match StreamReader::open(streams.clone(), table).await {
+            Ok(reader) => return reader,
             Err(error) => {
-                // The store restarting, say: the records are still there when it is back.
-                eprintln!("dev data plane: reading the stream: {error}");
+                eprintln!("dev data plane: waiting for the {table} table's stream ({error})");
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        for record in records {
-            for pipe in &pipes {
-                let Some(event) = pipes::publish(pipe, &record)? else {
-                    continue;
-                };
-                let detail = &event["detail"];
-                println!(
-                    "dev data plane: {} {}/{} deployment {}",
-                    event["detail-type"].as_str().unwrap_or_default(),
-                    detail["namespace"].as_str().unwrap_or_default(),
-                    detail["agentName"].as_str().unwrap_or_default(),
-                    detail["deploymentId"].as_str().unwrap_or_default()
-                );
-                for scheduled in cluster::respond(&event, ready_after) {
-                    let (http, rules, url) = (http.clone(), rules.clone(), cli.invoke_url.clone());
-                    let names = cli.function_names;
-                    tokio::spawn(async move {
-                        if let Err(error) = send(&http, &rules, &url, names, scheduled).await {
-                            eprintln!("dev data plane: a report was not delivered: {error}");
-                        }
-                    });
-                }
             }
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
-/// Puts a report on the (simulated) bus: each rule it matches invokes its function.
-async fn send(
-    http: &reqwest::Client,
-    rules: &[Rule],
-    invoke_url: &str,
-    names: Names,
-    mut scheduled: Scheduled,
-) -> Result<(), BoxError> {
-    tokio::time::sleep(scheduled.after).await;
-    scheduled.report.observed_at = time::OffsetDateTime::now_utc();
-    let event = cluster::report_event(&scheduled.report);
-    for rule in rules {
-        if !pipes::matches(&rule.pattern, &event)? {
-            continue;
+async fn run(cli: Cli) -> Result<(), BoxError> {
+    let (pipes, rules) = pipes::from_template(&std::fs::read_to_string(&cli.template)?)?;
+    let streams = stream::LocalStreams::new(&cli.endpoint);
+    let mut reader = open_reader(&streams, &cli.agents_table).await;
+    let mut checkpoint = Checkpoint::load(&cli.checkpoint, reader.stream_arn());
+    reader.resume_after(checkpoint.resume_points().clone());
+    println!(
+        "dev data plane (a simulation): {} pipes on {}'s stream ({} shards resumed from {}), \
+         reports to {} after {} ms, {} at a time",
+        pipes.len(),
+        cli.agents_table,
+        checkpoint.resume_points().len(),
+        cli.checkpoint.display(),
+        cli.invoke_url,
+        cli.ready_after_ms,
+        cli.max_in_flight
+    );
+    let delivery = Delivery {
+        http: reqwest::Client::new(),
+        rules: Arc::new(rules),
+        invoke_url: cli.invoke_url.clone(),
+        names: cli.function_names,
+        permits: Arc::new(Semaphore::new(usize::from(cli.max_in_flight))),
+    };
+    let ready_after = Duration::from_millis(cli.ready_after_ms);
+    // Each delivered (or abandoned) report says which record it was for.
+    let (done, mut delivered) = mpsc::unbounded_channel::<(String, String)>();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            Some((shard, sequence)) = delivered.recv() => checkpoint.delivered(&shard, &sequence),
+            _ = tick.tick() => {
+                for record in poll(&mut reader).await {
+                    let reports = respond(&pipes, &record, ready_after)?;
+                    checkpoint.read(&record.shard, &record.sequence, reports.len());
+                    for scheduled in reports {
+                        let (delivery, done) = (delivery.clone(), done.clone());
+                        let origin = (record.shard.clone(), record.sequence.clone());
+                        tokio::spawn(async move {
+                            delivery.send(scheduled).await;
+                            let _ = done.send(origin);
+                        });
+                    }
+                }
+                if let Err(error) = checkpoint.save() {
+                    eprintln!("dev data plane: saving {}: {error}", cli.checkpoint.display());
+                }
+            }
         }
-        let function = match names {
-            Names::Logical => &rule.function,
-            Names::Binary => &rule.binary,
-        };
-        let response = http
-            .post(format!(
-                "{invoke_url}/2015-03-31/functions/{function}/invocations"
-            ))
-            .json(&event)
-            .send()
-            .await?;
-        let status = response.status();
-        let outcome: Value = response.json().await.unwrap_or(Value::Null);
-        println!(
-            "dev data plane: reported {:?} for {}/{} deployment {}: {status} {outcome}",
-            scheduled.report.state,
-            scheduled.report.namespace,
-            scheduled.report.agent,
-            scheduled.report.deployment_id
-        );
     }
-    Ok(())
+}
+
+/// The records written since the last poll; none while the store is away (they are still
+/// there when it is back).
+async fn poll(reader: &mut StreamReader) -> Vec<StreamRecord> {
+    reader.poll().await.unwrap_or_else(|error| {
+        eprintln!("dev data plane: reading the stream: {error}");
+        Vec::new()
+    })
+}
+
+/// The reports the simulated cluster sends for a record, through each pipe that publishes it.
+fn respond(
+    pipes: &[Pipe],
+    record: &StreamRecord,
+    ready_after: Duration,
+) -> Result<Vec<Scheduled>, BoxError> {
+    let mut reports = Vec::new();
+    for pipe in pipes {
+        let Some(event) = pipes::publish(pipe, &record.record)? else {
+            continue;
+        };
+        let detail = &event["detail"];
+        println!(
+            "dev data plane: {} {}/{} deployment {}",
+            event["detail-type"].as_str().unwrap_or_default(),
+            detail["namespace"].as_str().unwrap_or_default(),
+            detail["agentName"].as_str().unwrap_or_default(),
+            detail["deploymentId"].as_str().unwrap_or_default()
+        );
+        reports.extend(cluster::respond(&event, ready_after));
+    }
+    Ok(reports)
+}
+
+impl Delivery {
+    /// Waits the report's delay, then puts it on the (simulated) bus, tried again a few times.
+    async fn send(&self, mut scheduled: Scheduled) {
+        tokio::time::sleep(scheduled.after).await;
+        let Ok(_permit) = self.permits.acquire().await else {
+            return;
+        };
+        let report = &mut scheduled.report;
+        for attempt in 1..=DELIVERY_ATTEMPTS {
+            report.observed_at = time::OffsetDateTime::now_utc();
+            match self.put(&cluster::report_event(report)).await {
+                Ok(outcomes) => {
+                    println!(
+                        "dev data plane: reported {:?} for {}/{} deployment {}: {outcomes}",
+                        report.state, report.namespace, report.agent, report.deployment_id
+                    );
+                    return;
+                }
+                Err(error) if attempt < DELIVERY_ATTEMPTS => {
+                    eprintln!("dev data plane: a report was not delivered ({error}); trying again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(error) => eprintln!(
+                    "dev data plane: a report for {}/{} deployment {} was given up after {attempt} attempts: {error}",
+                    report.namespace, report.agent, report.deployment_id
+                ),
+            }
+        }
+    }
+
+    /// Invokes the function of each rule the event matches; what they answered.
+    async fn put(&self, event: &Value) -> Result<String, BoxError> {
+        let mut outcomes = Vec::new();
+        for rule in self.rules.iter() {
+            if !pipes::matches(&rule.pattern, event)? {
+                continue;
+            }
+            let function = match self.names {
+                Names::Logical => &rule.function,
+                Names::Binary => &rule.binary,
+            };
+            let response = self
+                .http
+                .post(format!(
+                    "{}/2015-03-31/functions/{function}/invocations",
+                    self.invoke_url
+                ))
+                .json(event)
+                .send()
+                .await?;
+            let status = response.status();
+            // Lambda's Invoke API says a function's own error in a header, with a 200.
+            let failed = response.headers().contains_key("x-amz-function-error");
+            let outcome: Value = response.json().await.unwrap_or(Value::Null);
+            if !status.is_success() || failed {
+                return Err(format!("{function}: {status} {outcome}").into());
+            }
+            outcomes.push(format!("{status} {outcome}"));
+        }
+        Ok(outcomes.join(", "))
+    }
 }

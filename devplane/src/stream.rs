@@ -1,12 +1,13 @@
 //! A table's stream on DynamoDB Local, read as a pipe reads it: every shard from its oldest
-//! record (the template's pipes start at TRIM_HORIZON), each record as the JSON a pipe's filters
-//! and templates see (`eventName`, `dynamodb.NewImage` in DynamoDB's typed JSON...).
+//! record (the template's pipes start at TRIM_HORIZON), or from where an earlier run left it
+//! ([`StreamReader::resume_after`]), each record as the JSON a pipe's filters and templates see
+//! (`eventName`, `dynamodb.NewImage` in DynamoDB's typed JSON...).
 //!
 //! The stream API is called with its JSON protocol directly, not through aws-sdk-dynamodbstreams:
 //! DynamoDB Local writes an empty map in a record as `{}` rather than `{"M": {}}`, which the SDK
 //! refuses ("Union did not contain a valid variant"), and the records are wanted as JSON anyway.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
@@ -96,6 +97,18 @@ pub struct StreamReader {
     shards: HashMap<String, ShardPosition>,
     /// Shards read to their end.
     finished: HashSet<String>,
+    /// Shard id → the sequence number of the last record an earlier run finished: the shard is
+    /// read after it.
+    resume: BTreeMap<String, String>,
+}
+
+/// One record of a shard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamRecord {
+    pub shard: String,
+    pub sequence: String,
+    /// The record as a pipe sees it.
+    pub record: Value,
 }
 
 /// Where the reading of a shard is.
@@ -136,7 +149,18 @@ impl StreamReader {
             stream_arn,
             shards: HashMap::new(),
             finished: HashSet::new(),
+            resume: BTreeMap::new(),
         })
+    }
+
+    pub fn stream_arn(&self) -> &str {
+        &self.stream_arn
+    }
+
+    /// Reads each shard named in `points` after its sequence number instead of from its oldest
+    /// record (a shard trimmed since is read from its oldest record left).
+    pub fn resume_after(&mut self, points: BTreeMap<String, String>) {
+        self.resume = points;
     }
 
     async fn iterator(&self, shard: &str, last_sequence: Option<&str>) -> Result<String, BoxError> {
@@ -165,12 +189,25 @@ impl StreamReader {
             if self.shards.contains_key(&id) || self.finished.contains(&id) {
                 continue;
             }
-            let iterator = self.iterator(&id, None).await?;
+            let resumed = self.resume.get(&id).cloned();
+            let (iterator, last_sequence) = match resumed {
+                Some(sequence) => match self.iterator(&id, Some(&sequence)).await {
+                    Ok(iterator) => (iterator, Some(sequence)),
+                    Err(error) => {
+                        eprintln!(
+                            "dev data plane: shard {id} cannot resume after {sequence} ({error}); \
+                             reading its oldest record left"
+                        );
+                        (self.iterator(&id, None).await?, None)
+                    }
+                },
+                None => (self.iterator(&id, None).await?, None),
+            };
             self.shards.insert(
                 id,
                 ShardPosition {
                     iterator,
-                    last_sequence: None,
+                    last_sequence,
                 },
             );
         }
@@ -179,7 +216,7 @@ impl StreamReader {
 
     /// The records written since the last call. A shard whose iterator fails is read again
     /// from after its last record at the next call.
-    pub async fn poll(&mut self) -> Result<Vec<Value>, BoxError> {
+    pub async fn poll(&mut self) -> Result<Vec<StreamRecord>, BoxError> {
         self.discover().await?;
         let mut records = Vec::new();
         let shards: Vec<String> = self.shards.keys().cloned().collect();
@@ -221,8 +258,12 @@ impl StreamReader {
                 {
                     continue;
                 }
-                last_sequence = Some(sequence);
-                records.push(record);
+                last_sequence = Some(sequence.clone());
+                records.push(StreamRecord {
+                    shard: shard.clone(),
+                    sequence,
+                    record,
+                });
             }
             match output["NextShardIterator"].as_str() {
                 Some(next) => {

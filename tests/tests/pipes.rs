@@ -74,7 +74,7 @@ async fn each_new_deployment_and_each_deleted_agent_is_published_once_with_the_c
     let mut published: Vec<Value> = Vec::new();
     for record in &records {
         for pipe in &pipes {
-            published.extend(pipes::publish(pipe, record).unwrap());
+            published.extend(pipes::publish(pipe, &record.record).unwrap());
         }
     }
     let kinds: Vec<&str> = published
