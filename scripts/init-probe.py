@@ -29,7 +29,7 @@ LAMBDA_ENV = {
     "AGENTS_TABLE": "agents",
     "ACCOUNTS_TABLE": "accounts",
     "LOGS_TABLE": "logs",
-    "LOGS_CURSOR_KEY": "bench-cursor-secret-of-32-bytes-or-more",
+    "CURSOR_KEY": "bench-cursor-secret-of-32-bytes-or-more",
     "DYNAMODB_ENDPOINT": "http://127.0.0.1:8000",
     "RUST_LOG": "warn",
 }

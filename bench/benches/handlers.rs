@@ -23,7 +23,7 @@ fn create_handler(c: &mut Criterion) {
         c.bench_function(&format!("create handler, {fixture}"), |b| {
             b.iter_batched(
                 || {
-                    let request = lambda_http::request::from_str(&text).expect("the fixture");
+                    let request = shared::lambda::request_from_event(&text).expect("the fixture");
                     (MemoryStore::default(), request)
                 },
                 |(store, request)| runtime.block_on(create_agent::handle(&store, &store, request)),

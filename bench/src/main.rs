@@ -80,7 +80,7 @@ fn lambda_env(api: &RuntimeApi, tables: &TableNames, endpoint: &str) -> Vec<(Str
         ("ACCOUNTS_TABLE", tables.accounts.clone()),
         ("LOGS_TABLE", tables.logs.clone()),
         (
-            "LOGS_CURSOR_KEY",
+            "CURSOR_KEY",
             "bench-cursor-secret-of-32-bytes-or-more".into(),
         ),
         ("DYNAMODB_ENDPOINT", endpoint.into()),
@@ -213,6 +213,36 @@ async fn latency(
             }
         })
         .collect()
+}
+
+/// A store that accepts connections and never answers, on a free loopback port.
+async fn black_hole() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let address = listener.local_addr().expect("its address");
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    format!("http://{address}")
+}
+
+/// How long a create waits for its 503 when the store never answers (the SDK client's time
+/// bounds; tests/tests/store_timeouts.rs asserts the answer, this times it), median of `runs`.
+async fn time_to_unavailable(binary: &Path, tables: &TableNames, runs: usize) -> Duration {
+    let endpoint = black_hole().await;
+    let event = event_file("create-agent.json").to_string().into_bytes();
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let (mut api, mut child, _) = start(binary, tables, &endpoint).await;
+        times.push(invoke(&mut api, binary, event.clone(), 503).await);
+        let _ = child.kill().await;
+    }
+    times.sort_unstable();
+    percentile(&times, 0.50)
 }
 
 fn event_file(name: &str) -> serde_json::Value {
@@ -429,6 +459,16 @@ async fn main() {
             );
         }
     }
+    let silent_runs = 3;
+    let unavailable =
+        time_to_unavailable(&builds[0].binary("create-agent"), &tables, silent_runs).await;
+    println!(
+        "\nA store that accepts connections and never answers: create's 503 with Retry-After \
+         after {:.0} ms (median of {silent_runs}; the SDK client's operation bound is {} s, \
+         the function's timeout 10 s).",
+        millis(unavailable),
+        shared::aws::OPERATION_TIMEOUT.as_secs()
+    );
     println!("\nStripped release binaries:\n");
     println!("| binary | build | native x86_64 | arm64 bootstrap (make build) |");
     println!("|---|---|---:|---:|");

@@ -12,6 +12,6 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let _ = shared::logs::LogQuery::from_params(pairs.iter().copied());
     // Any key: the length and shape checks run before the tag's, and none may panic.
-    let key = shared::logs::CursorKey::from_bytes([7; 32]);
-    let _ = key.decode(&text, "fingerprint");
+    let key = shared::cursor::CursorKey::from_bytes([7; 32]);
+    let _ = shared::logs::cursor::decode(&key, &text, "fingerprint");
 });

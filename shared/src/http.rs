@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::ApiError;
 use crate::error::ErrorBody;
+use crate::strict_json::StrictJsonError;
 
 /// Bodies over this size are refused before they are parsed (contract section 1).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -222,8 +223,18 @@ pub fn json_body(headers: &HeaderMap, body: &Body) -> Result<serde_json::Value, 
             "Request body is required: a JSON object such as {\"serviceName\": \"my-agent\", \"image\": \"ghcr.io/acme/agent:1.0\"}",
         ));
     }
-    serde_json::from_slice(bytes)
-        .map_err(|error| ApiError::bad_body(format!("Request body is not valid JSON: {error}")))
+    crate::strict_json::from_slice(bytes).map_err(|error| match error {
+        StrictJsonError::Syntax(error) => {
+            ApiError::bad_body(format!("Request body is not valid JSON: {error}"))
+        }
+        StrictJsonError::DuplicateMember(path) => {
+            let field = crate::validation::echoed(&path);
+            ApiError::bad_request(
+                field.clone(),
+                format!("{field} is given more than once; give each member once"),
+            )
+        }
+    })
 }
 
 /// [`json_body`] of a whole request.
@@ -287,6 +298,21 @@ mod tests {
         assert_eq!(error.status(), StatusCode::PAYLOAD_TOO_LARGE);
         let just_fits = format!("\"{}\"", "x".repeat(MAX_BODY_BYTES - 2));
         assert!(json_body(&headers(None), &body(&just_fits)).is_ok());
+    }
+
+    #[test]
+    fn a_member_given_twice_is_400_naming_it() {
+        for (text, field) in [
+            (r#"{"serviceName":"a","serviceName":"b"}"#, "serviceName"),
+            (
+                r#"{"serviceName":"a","autoScaling":{"maxAgents":2,"maxAgents":2}}"#,
+                "autoScaling.maxAgents",
+            ),
+        ] {
+            let error = json_body(&headers(None), &body(text)).unwrap_err();
+            assert_eq!(error.status(), StatusCode::BAD_REQUEST, "{text}");
+            assert_eq!(error.field(), Some(field), "{text}");
+        }
     }
 
     #[test]

@@ -11,13 +11,16 @@ pub mod agent;
 pub mod auth;
 pub mod aws;
 pub mod config;
+pub mod cursor;
 pub mod error;
 pub mod http;
 pub mod idempotency;
+pub mod lambda;
 pub mod logs;
 pub mod manifest;
 pub mod namespace;
 pub mod store;
+pub mod strict_json;
 pub mod telemetry;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

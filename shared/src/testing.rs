@@ -48,7 +48,7 @@ pub async fn seed_fixture_agents<S: AgentStore>(store: &S) -> Result<Vec<AgentRe
 pub fn fixture_request(name: &str) -> lambda_http::Request {
     let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    crate::lambda::request_from_event(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// An in-memory store holding what the fixtures assume ([`seed_fixture_agents`]).

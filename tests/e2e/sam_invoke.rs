@@ -59,6 +59,16 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         Http(400, Some("GENERIC_BAD_REQUEST")),
     )],
     &[(
+        "create-agent-duplicate-member.json",
+        "CreateAgentFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[(
+        "create-agent-repeated-idempotency-key.json",
+        "CreateAgentFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[(
         "create-agent-form-content-type.json",
         "CreateAgentFunction",
         Http(415, Some("UNSUPPORTED_MEDIA_TYPE")),
@@ -162,6 +172,11 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         "DeploymentStatusFunction",
         Report("unknownDeployment"),
     )],
+    &[(
+        "deployment-status-zero-time.json",
+        "DeploymentStatusFunction",
+        Report("refused"),
+    )],
     &[("authorizer.json", "AuthorizerFunction", Authorized(false))],
     &[(
         "authorizer-malformed.json",
@@ -206,7 +221,7 @@ async fn prepare() -> (DynamoStore, PathBuf) {
         "AGENTS_TABLE": names.agents,
         "ACCOUNTS_TABLE": names.accounts,
         "LOGS_TABLE": names.logs,
-        "LOGS_CURSOR_KEY": "sam-invoke-cursor-secret-of-32-bytes-or-more",
+        "CURSOR_KEY": "sam-invoke-cursor-secret-of-32-bytes-or-more",
     }});
     std::fs::write(&env_file, env.to_string()).unwrap();
     (store, env_file)

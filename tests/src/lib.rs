@@ -14,6 +14,12 @@ pub mod emulators;
 /// openapi.yaml and answers checked against its schemas.
 pub mod openapi;
 
+/// Agent-like log lines, for the tests and `make logs-cost`.
+pub mod lines;
+
+/// The contract's answer to a generated request, worked out independently of the service.
+pub mod contract_model;
+
 /// A running stack over HTTP, for the suites under e2e/.
 #[cfg(feature = "e2e")]
 pub mod stack;
@@ -131,7 +137,7 @@ pub fn authorizer_event(
 pub fn event(name: &str) -> Request {
     let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    shared::lambda::request_from_event(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// A POST /v1/agents as `cargo lambda watch` or a function URL delivers it: no authorizer
@@ -266,7 +272,7 @@ pub async fn call(
         ("GET", "") => {
             let mut request = request;
             *request.uri_mut() = "https://api.example.com/v1/agents".parse().unwrap();
-            list_agents::handle(s, s, request).await
+            list_agents::handle(s, s, &CURSOR_KEY, request).await
         }
         ("GET", _) => get_agent::handle(s, s, request).await,
         ("POST", _) => update_agent::handle(s, s, request).await,
@@ -278,15 +284,22 @@ pub async fn call(
     (status, headers, body)
 }
 
-/// A `Deployment Status` report through the status function, as the rule delivers it.
-pub async fn report(store: &TestStore, detail: serde_json::Value) -> shared::agent::ReportOutcome {
+/// The `Deployment Status` event of a report's `detail`, as the bus's rule delivers it.
+pub fn status_event(
+    detail: serde_json::Value,
+) -> aws_lambda_events::eventbridge::EventBridgeEvent<serde_json::Value> {
     let event = serde_json::json!({
         "version": "0", "id": uuid::Uuid::new_v4().to_string(),
         "detail-type": "Deployment Status", "source": "agent-hosting.data-plane",
         "account": "123456789012", "time": "2026-11-23T10:00:00Z", "region": "us-east-1",
         "resources": [], "detail": detail
     });
-    deployment_status::handle(&store.store, serde_json::from_value(event).unwrap())
+    serde_json::from_value(event).expect("an EventBridge event")
+}
+
+/// A `Deployment Status` report through the status function, as the rule delivers it.
+pub async fn report(store: &TestStore, detail: serde_json::Value) -> shared::agent::ReportOutcome {
+    deployment_status::handle(&store.store, status_event(detail))
         .await
         .unwrap()
 }
@@ -338,10 +351,13 @@ pub async fn ingest(
     .unwrap()
 }
 
-/// The logs function's settings in the tests: 30 days, a fixed cursor key.
+/// The key the tests sign cursors with (the stack's secret on AWS).
+pub const CURSOR_KEY: shared::cursor::CursorKey = shared::cursor::CursorKey::from_bytes([42; 32]);
+
+/// The logs function's settings in the tests: 30 days, [`CURSOR_KEY`].
 pub const LOGS_SETTINGS: agent_logs::Settings = agent_logs::Settings {
     retention_days: 30,
-    cursor_key: shared::logs::CursorKey::from_bytes([42; 32]),
+    cursor_key: CURSOR_KEY,
 };
 
 /// GET /v1/agents/{agent}/logs through the logs handler.

@@ -362,7 +362,7 @@ async fn call_function(
     let (s, settings) = (&store.store, integration_tests::LOGS_SETTINGS);
     match binary {
         "create-agent" => create_agent::handle(s, s, request).await,
-        "list-agents" => list_agents::handle(s, s, request).await,
+        "list-agents" => list_agents::handle(s, s, &integration_tests::CURSOR_KEY, request).await,
         "get-agent" => get_agent::handle(s, s, request).await,
         "update-agent" => update_agent::handle(s, s, request).await,
         "delete-agent" => delete_agent::handle(s, s, request).await,

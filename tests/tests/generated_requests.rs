@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 
 use integration_tests::TestStore;
+use integration_tests::contract_model::{self, Account, Answer};
 use lambda_http::{Body, Request, RequestExt, Response};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -123,8 +124,11 @@ fn mutated_body() -> impl Strategy<Value = Value> {
         )
             .prop_map(|(member, value)| (format!("noiseViva.{member}"), Some(value))),
     ];
-    prop::collection::vec(mutation, 0..4).prop_map(|mutations| {
+    // A name of a small pool: some creates land, and later ones of the name are 409s.
+    let name = (0..20u8).prop_map(|i| format!("agent-{i}"));
+    (prop::collection::vec(mutation, 0..4), name).prop_map(|(mutations, name)| {
         let mut body = valid_body();
+        body["serviceName"] = json!(name);
         for (path, value) in mutations {
             let (object, member) = match path.split_once('.') {
                 Some((parent, member)) => {
@@ -145,26 +149,95 @@ fn mutated_body() -> impl Strategy<Value = Value> {
     })
 }
 
-/// What goes on the wire as the body: a mutated valid body, any JSON, deep nesting, broken
-/// JSON, or bytes that are not UTF-8.
-fn body_bytes() -> impl Strategy<Value = Vec<u8>> {
+/// A body as it goes on the wire, and the path of a member it gives twice, if it does.
+#[derive(Debug, Clone)]
+struct Wire {
+    bytes: Vec<u8>,
+    duplicate: Option<String>,
+}
+
+impl From<Vec<u8>> for Wire {
+    fn from(bytes: Vec<u8>) -> Self {
+        Wire {
+            bytes,
+            duplicate: None,
+        }
+    }
+}
+
+/// The text of an object whose member `name` comes twice: first `first`, then the object's own.
+fn with_member_twice(object: &serde_json::Map<String, Value>, name: &str, first: &Value) -> String {
+    let mut members = vec![format!("{}:{first}", Value::from(name))];
+    members.extend(
+        object
+            .iter()
+            .map(|(k, v)| format!("{}:{v}", Value::from(k.as_str()))),
+    );
+    format!("{{{}}}", members.join(","))
+}
+
+/// A mutated body in which one member, at the top or in `autoScaling` or `noiseViva`, is given
+/// twice.
+fn body_with_a_member_twice() -> impl Strategy<Value = Wire> {
+    let path = prop::sample::select(vec![
+        "serviceName",
+        "image",
+        "agentProfile",
+        "enableNoise",
+        "autoScaling.minAgents",
+        "autoScaling.maxAgents",
+        "noiseViva.audioFilter",
+    ]);
+    (mutated_body(), path, json_value()).prop_map(|(mut body, path, first)| {
+        let root = body.as_object_mut().expect("an object");
+        let text = match path.split_once('.') {
+            None => {
+                root.entry(path).or_insert(json!("x"));
+                with_member_twice(root, path, &first)
+            }
+            Some((parent, member)) => {
+                let mut nested = match root.get(parent) {
+                    Some(Value::Object(nested)) => nested.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                nested.entry(member).or_insert(json!(1));
+                let nested_text = with_member_twice(&nested, member, &first);
+                root.remove(parent);
+                let rest = Value::Object(root.clone()).to_string();
+                // The parent object first, then the rest of the body's members.
+                let tail = rest.strip_prefix('{').unwrap_or(&rest);
+                let separator = if tail == "}" { "" } else { "," };
+                format!("{{{}:{nested_text}{separator}{tail}", Value::from(parent))
+            }
+        };
+        Wire {
+            bytes: text.into_bytes(),
+            duplicate: Some(path.to_owned()),
+        }
+    })
+}
+
+/// What goes on the wire as the body: a mutated valid body, one with a member given twice, any
+/// JSON, deep nesting, broken JSON, or bytes that are not UTF-8.
+fn body_bytes() -> impl Strategy<Value = Wire> {
     prop_oneof![
-        6 => mutated_body().prop_map(|body| body.to_string().into_bytes()),
-        2 => json_value().prop_map(|body| body.to_string().into_bytes()),
+        6 => mutated_body().prop_map(|body| Wire::from(body.to_string().into_bytes())),
+        1 => body_with_a_member_twice(),
+        2 => json_value().prop_map(|body| Wire::from(body.to_string().into_bytes())),
         1 => (1usize..3000).prop_map(|depth| {
             let mut text = "[".repeat(depth);
             text.push_str(&"]".repeat(depth));
-            text.into_bytes()
+            Wire::from(text.into_bytes())
         }),
         1 => (1usize..200).prop_map(|depth| {
-            format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth)).into_bytes()
+            Wire::from(format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth)).into_bytes())
         }),
         1 => mutated_body().prop_flat_map(|body| {
             let text = body.to_string();
             let length = text.len();
-            (Just(text), 0..length).prop_map(|(text, cut)| text.as_bytes()[..cut].to_vec())
+            (Just(text), 0..length).prop_map(|(text, cut)| Wire::from(text.as_bytes()[..cut].to_vec()))
         }),
-        1 => prop::collection::vec(any::<u8>(), 0..300),
+        1 => prop::collection::vec(any::<u8>(), 0..300).prop_map(Wire::from),
     ]
 }
 
@@ -214,6 +287,9 @@ fn idempotency_key() -> impl Strategy<Value = Option<Vec<u8>>> {
     prop_oneof![
         6 => Just(None),
         2 => "[!-~]{1,40}".prop_map(|v| Some(v.into_bytes())),
+        // A few keys used again and again: retries (a replay) and reuse (a 422).
+        1 => prop::sample::select(vec!["retry-a", "retry-b", "retry-c"])
+            .prop_map(|v| Some(v.as_bytes().to_vec())),
         1 => header_value().prop_map(Some),
     ]
 }
@@ -287,76 +363,112 @@ fn request(method: &str, uri: &str, headers: &Headers, body: Vec<u8>) -> Request
 }
 
 /// The contract's answer shape: a JSON content type, and for an error exactly `error`, `code`
-/// and, for a 400, maybe `field`, with the code of the status.
-fn assert_contract_answer(response: &Response<Body>, allowed: &[u16]) -> Result<(), TestCaseError> {
+/// and, for a 400, maybe `field`, with the code of the status. Answers the status and `field`.
+fn contract_shape(response: &Response<Body>) -> Result<(u16, Option<String>), TestCaseError> {
     let status = response.status().as_u16();
-    prop_assert!(allowed.contains(&status), "status {status} not allowed");
     prop_assert_eq!(&response.headers()["content-type"], "application/json");
     let body: Value = serde_json::from_slice(response.body().as_ref())
         .map_err(|e| TestCaseError::fail(format!("body of {status} is not JSON: {e}")))?;
-    if status >= 400 {
-        let object = body.as_object().expect("an error body is an object");
-        let expected_code = match status {
-            400 => "GENERIC_BAD_REQUEST",
-            401 => "UNAUTHORIZED",
-            404 => "NOT_FOUND",
-            405 => "METHOD_NOT_ALLOWED",
-            409 => "CONFLICT",
-            413 => "PAYLOAD_TOO_LARGE",
-            415 => "UNSUPPORTED_MEDIA_TYPE",
-            422 => "IDEMPOTENCY_KEY_REUSED",
-            _ => "?",
-        };
-        prop_assert_eq!(&object["code"], expected_code, "{}", body);
-        prop_assert!(object["error"].as_str().is_some_and(|e| !e.is_empty()));
-        for member in object.keys() {
-            prop_assert!(
-                member == "error" || member == "code" || (member == "field" && status == 400),
-                "unexpected member {member} in {body}"
-            );
-        }
-        if status == 401 {
-            prop_assert_eq!(&response.headers()["www-authenticate"], "Bearer");
-        }
+    if status < 400 {
+        return Ok((status, None));
     }
-    Ok(())
+    let object = body.as_object().expect("an error body is an object");
+    let expected_code = match status {
+        400 => "GENERIC_BAD_REQUEST",
+        401 => "UNAUTHORIZED",
+        404 => "NOT_FOUND",
+        405 => "METHOD_NOT_ALLOWED",
+        409 => "CONFLICT",
+        413 => "PAYLOAD_TOO_LARGE",
+        415 => "UNSUPPORTED_MEDIA_TYPE",
+        422 => "IDEMPOTENCY_KEY_REUSED",
+        _ => "?",
+    };
+    prop_assert_eq!(&object["code"], expected_code, "{}", body);
+    prop_assert!(object["error"].as_str().is_some_and(|e| !e.is_empty()));
+    for member in object.keys() {
+        prop_assert!(
+            member == "error" || member == "code" || (member == "field" && status == 400),
+            "unexpected member {member} in {body}"
+        );
+    }
+    if status == 401 {
+        prop_assert_eq!(&response.headers()["www-authenticate"], "Bearer");
+    }
+    Ok((
+        status,
+        object
+            .get("field")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    ))
+}
+
+/// The answer, checked against the ones the contract model allows: the matching one.
+fn expected_answer<'a, T>(
+    response: &Response<Body>,
+    allowed: &'a [T],
+    answer_of: impl Fn(&T) -> &Answer,
+) -> Result<&'a T, TestCaseError> {
+    let (status, field) = contract_shape(response)?;
+    allowed
+        .iter()
+        .find(|candidate| answer_of(candidate).matches(status, field.as_deref()))
+        .ok_or_else(|| {
+            TestCaseError::fail(format!(
+                "answered {status} (field {field:?}), expected one of {:?}",
+                allowed.iter().map(&answer_of).collect::<Vec<_>>()
+            ))
+        })
 }
 
 #[test]
-fn ten_thousand_generated_creates_get_contract_answers_and_refusals_write_nothing() {
+fn ten_thousand_generated_creates_get_the_answer_the_contract_gives_each() {
     let runtime = runtime();
     let store = MemoryStore::default();
     let key = store.issue_key(&caller());
+    let valid = format!("Bearer {}", key.expose());
+    let account = std::cell::RefCell::new(Account::default());
     let mut runner = TestRunner::new(config(CASES));
     let statuses: std::cell::RefCell<HashMap<u16, u32>> = Default::default();
     runner
         .run(
             &(method(), headers(&key), body_bytes()),
             |(method, headers, body)| {
-                let agents_before = store.agent_count();
-                let records_before = store.idempotency_record_count();
-                let request = request(method, "https://api.example.com/v1/agents", &headers, body);
+                let request = request(
+                    method,
+                    "https://api.example.com/v1/agents",
+                    &headers,
+                    body.bytes.clone(),
+                );
+                let allowed = account.borrow().expect_create(
+                    &valid,
+                    method,
+                    request.headers(),
+                    &body.bytes,
+                    body.duplicate.as_deref(),
+                );
                 let response = runtime.block_on(create_agent::handle(&store, &store, request));
-                assert_contract_answer(&response, &[201, 400, 401, 405, 409, 413, 415, 422])?;
-                let status = response.status().as_u16();
-                *statuses.borrow_mut().entry(status).or_default() += 1;
-                let expected_growth = usize::from(
-                    status == 201 && response.headers().get("idempotent-replayed").is_none(),
-                );
+                let outcome = expected_answer(&response, &allowed, |o| &o.answer)?;
                 prop_assert_eq!(
-                    store.agent_count(),
-                    agents_before + expected_growth,
-                    "{}",
-                    status
+                    response.headers().contains_key("idempotent-replayed"),
+                    outcome.replayed
                 );
-                prop_assert!(store.idempotency_record_count() <= records_before + expected_growth);
+                account.borrow_mut().apply(outcome);
+                // The store holds exactly what the answers said was written.
+                prop_assert_eq!(store.agent_count(), account.borrow().agents());
+                prop_assert_eq!(store.idempotency_record_count(), account.borrow().keys());
+                *statuses
+                    .borrow_mut()
+                    .entry(response.status().as_u16())
+                    .or_default() += 1;
                 Ok(())
             },
         )
         .unwrap();
     // The generator reaches the interesting answers, not only one kind of refusal.
     let statuses = statuses.into_inner();
-    for status in [201, 400, 401, 409, 413, 415] {
+    for status in [201, 400, 401, 405, 409, 413, 415, 422] {
         assert!(
             statuses.get(&status).copied().unwrap_or(0) > 0,
             "no {status} in {statuses:?}"
@@ -430,22 +542,31 @@ fn gateway_agent_name() -> impl Strategy<Value = String> {
     })
 }
 
-/// The logs request as API Gateway would hand it over: an event with the raw query and the
-/// decoded parameters, parsed by lambda_http as the runtime does.
-fn gateway_logs_event(agent: &str, raw_query: &str, authorization: &str) -> Option<Request> {
+/// The query parameters API Gateway hands over for a raw query: decoded, a repeated name's
+/// values joined with commas.
+fn gateway_parameters(raw_query: &str) -> HashMap<String, String> {
     let mut parameters: HashMap<String, String> = HashMap::new();
     for pair in raw_query.split('&').filter(|pair| !pair.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let decode = |text: &str| percent_decode(text);
-        // The gateway joins repeated values with commas.
         parameters
-            .entry(decode(name))
+            .entry(percent_decode(name))
             .and_modify(|existing| {
                 existing.push(',');
-                existing.push_str(&decode(value));
+                existing.push_str(&percent_decode(value));
             })
-            .or_insert_with(|| decode(value));
+            .or_insert_with(|| percent_decode(value));
     }
+    parameters
+}
+
+/// The logs request as API Gateway would hand it over: an event with the raw query and the
+/// decoded parameters, parsed by lambda_http as the runtime does.
+fn gateway_logs_event(
+    agent: &str,
+    raw_query: &str,
+    parameters: &HashMap<String, String>,
+    authorization: &str,
+) -> Option<Request> {
     let event = json!({
         "version": "2.0",
         "routeKey": "ANY /v1/agents/{agentName}/logs",
@@ -463,7 +584,7 @@ fn gateway_logs_event(agent: &str, raw_query: &str, authorization: &str) -> Opti
         },
         "isBase64Encoded": false
     });
-    lambda_http::request::from_str(&event.to_string()).ok()
+    shared::lambda::request_from_event(&event.to_string()).ok()
 }
 
 /// Lenient percent-decoding, as a gateway does: a bad escape is kept as it is.
@@ -509,9 +630,10 @@ fn logs_store() -> (MemoryStore, ApiKey) {
 }
 
 #[test]
-fn ten_thousand_generated_log_reads_get_contract_answers() {
+fn ten_thousand_generated_log_reads_get_the_answer_the_contract_gives_each() {
     let runtime = runtime();
     let (store, key) = logs_store();
+    let valid = format!("Bearer {}", key.expose());
     let settings = integration_tests::LOGS_SETTINGS;
     let mut runner = TestRunner::new(config(CASES));
     let statuses: std::cell::RefCell<HashMap<u16, u32>> = Default::default();
@@ -525,18 +647,25 @@ fn ten_thousand_generated_log_reads_get_contract_answers() {
             ),
             |(agent, parameters, headers, wrong_method)| {
                 let mut query: HashMap<String, Vec<String>> = HashMap::new();
-                for (name, value) in parameters {
-                    query.entry(name).or_default().push(value);
+                for (name, value) in &parameters {
+                    query.entry(name.clone()).or_default().push(value.clone());
                 }
                 let method = if wrong_method { "DELETE" } else { "GET" };
                 let uri = format!("https://api.example.com/v1/agents/{}/logs", "x");
                 let request = request(method, &uri, &headers, Vec::new())
-                    .with_path_parameters(HashMap::from([("agentName".to_owned(), agent)]))
+                    .with_path_parameters(HashMap::from([("agentName".to_owned(), agent.clone())]))
                     .with_query_string_parameters(query);
+                let expected = contract_model::expect_logs(
+                    contract_model::authorized(request.headers(), &valid),
+                    method,
+                    &agent,
+                    "bot",
+                    &parameters,
+                );
                 let response = runtime.block_on(agent_logs::handle(
                     &store, &store, &store, settings, request,
                 ));
-                assert_contract_answer(&response, &[200, 400, 401, 404, 405])?;
+                expected_answer(&response, &[expected], |answer| answer)?;
                 *statuses
                     .borrow_mut()
                     .entry(response.status().as_u16())
@@ -546,7 +675,7 @@ fn ten_thousand_generated_log_reads_get_contract_answers() {
         )
         .unwrap();
     let statuses = statuses.into_inner();
-    for status in [200, 400, 401, 404] {
+    for status in [200, 400, 401, 404, 405] {
         assert!(
             statuses.get(&status).copied().unwrap_or(0) > 0,
             "no {status} in {statuses:?}"
@@ -555,7 +684,7 @@ fn ten_thousand_generated_log_reads_get_contract_answers() {
 }
 
 #[test]
-fn ten_thousand_gateway_events_with_raw_queries_get_contract_answers() {
+fn ten_thousand_gateway_events_with_raw_queries_get_the_answer_the_contract_gives_each() {
     let runtime = runtime();
     let (store, key) = logs_store();
     let authorization = format!("Bearer {}", key.expose());
@@ -565,17 +694,31 @@ fn ten_thousand_gateway_events_with_raw_queries_get_contract_answers() {
         .run(
             &(gateway_agent_name(), raw_query()),
             |(agent, raw_query)| {
-                let Some(request) = gateway_logs_event(&agent, &raw_query, &authorization) else {
+                let parameters = gateway_parameters(&raw_query);
+                let Some(request) =
+                    gateway_logs_event(&agent, &raw_query, &parameters, &authorization)
+                else {
                     // An event lambda_http cannot read would be the runtime's error; the gateway
                     // never sends one (names and values are JSON strings). Count it as a failure.
                     return Err(TestCaseError::fail(format!(
                         "event not readable: {agent:?} {raw_query:?}"
                     )));
                 };
+                // What the function reads is the raw query (the event's rawQueryString), each
+                // pair as sent: a repeated name is repeated.
+                let pairs: Vec<(String, String)> = raw_query
+                    .split('&')
+                    .filter(|pair| !pair.is_empty())
+                    .map(|pair| {
+                        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+                        (percent_decode(name), percent_decode(value))
+                    })
+                    .collect();
+                let expected = contract_model::expect_logs(true, "GET", &agent, "bot", &pairs);
                 let response = runtime.block_on(agent_logs::handle(
                     &store, &store, &store, settings, request,
                 ));
-                assert_contract_answer(&response, &[200, 400, 404])?;
+                expected_answer(&response, &[expected], |answer| answer)?;
                 Ok(())
             },
         )
@@ -629,11 +772,14 @@ fn ten_thousand_generated_authorizer_events_never_panic_and_deny_bad_keys() {
 }
 
 /// The same generated creates through the real adapter on DynamoDB Local (fewer: each is a
-/// network round trip): a refused create leaves the account's items as they were.
+/// network round trip), each given the answer the contract model expects: a refused create
+/// leaves the account's items as they were, a created one adds its agent, deployment and record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn generated_creates_on_dynamodb_local_write_nothing_when_refused() {
+async fn generated_creates_on_dynamodb_local_get_the_contracts_answer_and_write_only_that() {
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
+    let valid = format!("Bearer {}", key.expose());
+    let account = std::sync::Mutex::new(Account::default());
     let mut runner = TestRunner::new(config(400));
     let handle = tokio::runtime::Handle::current();
     let outcome = tokio::task::block_in_place(|| {
@@ -641,20 +787,29 @@ async fn generated_creates_on_dynamodb_local_write_nothing_when_refused() {
             .run(&(headers(&key), body_bytes()), |(headers, body)| {
                 handle.block_on(async {
                     let before = store.namespace_items(&caller.namespace).await;
-                    let request =
-                        request("POST", "https://api.example.com/v1/agents", &headers, body);
+                    let request = request(
+                        "POST",
+                        "https://api.example.com/v1/agents",
+                        &headers,
+                        body.bytes.clone(),
+                    );
+                    let allowed = account.lock().unwrap().expect_create(
+                        &valid,
+                        "POST",
+                        request.headers(),
+                        &body.bytes,
+                        body.duplicate.as_deref(),
+                    );
                     let keyed = request.headers().contains_key("idempotency-key");
                     let response = create_agent::handle(&store.store, &store.store, request).await;
-                    assert_contract_answer(&response, &[201, 400, 401, 409, 413, 415, 422])?;
+                    let outcome = expected_answer(&response, &allowed, |o| &o.answer)?;
+                    account.lock().unwrap().apply(outcome);
                     let after = store.namespace_items(&caller.namespace).await;
-                    let created = response.status() == 201
-                        && response.headers().get("idempotent-replayed").is_none();
-                    let written = if !created {
-                        0
-                    } else if keyed {
-                        3
-                    } else {
-                        2
+                    let created = outcome.answer == Answer::Status(201) && !outcome.replayed;
+                    let written = match (created, keyed) {
+                        (false, _) => 0,
+                        (true, true) => 3,
+                        (true, false) => 2,
                     };
                     prop_assert_eq!(after, before + written, "{}", response.status());
                     Ok(())

@@ -294,7 +294,13 @@ async fn agents_are_listed_by_name_a_page_at_a_time() {
         use lambda_http::RequestExt;
         let request = request.with_query_string_parameters(query);
         let (status, page) = integration_tests::parts(
-            list_agents::handle(&store.store, &store.store, request).await,
+            list_agents::handle(
+                &store.store,
+                &store.store,
+                &integration_tests::CURSOR_KEY,
+                request,
+            )
+            .await,
         );
         assert_eq!(status, 200, "{page}");
         for agent in page["services"].as_array().unwrap() {
@@ -313,6 +319,27 @@ async fn agents_are_listed_by_name_a_page_at_a_time() {
     let mut expected = names.clone();
     expected.sort();
     assert_eq!(seen, expected, "every agent once, by name");
+
+    // A cursor the service did not sign (the unsigned shape of earlier versions, naming an agent
+    // of the caller's choice) is a 400, as a forged logs cursor is.
+    use base64::Engine;
+    let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("a1.agent-3");
+    let mut request = integration_tests::agent_request("GET", &key, "", None);
+    *request.uri_mut() = "https://api.example.com/v1/agents".parse().unwrap();
+    let request = lambda_http::RequestExt::with_query_string_parameters(
+        request,
+        std::collections::HashMap::from([("cursor".to_owned(), forged)]),
+    );
+    let (status, body) = integration_tests::parts(
+        list_agents::handle(
+            &store.store,
+            &store.store,
+            &integration_tests::CURSOR_KEY,
+            request,
+        )
+        .await,
+    );
+    assert_eq!((status, &body["field"]), (400, &json!("cursor")), "{body}");
 }
 
 #[tokio::test]

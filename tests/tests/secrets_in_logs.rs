@@ -37,28 +37,35 @@ async fn keys_never_appear_in_any_log_line() {
     let (_, revoked) = store.account_with_key("other").await;
     store.store.revoke_key_text(&revoked).await.unwrap();
 
-    // Authorizer: allowed and denied (revoked).
-    for candidate in [&key, &revoked] {
+    // Authorizer: allowed, and denied (revoked).
+    for (candidate, allowed) in [(&key, true), (&revoked, false)] {
         let event = integration_tests::authorizer_event(&bearer(candidate));
-        authorizer::authorize(&store.store, event).await.unwrap();
+        let verdict = authorizer::authorize(&store.store, event).await.unwrap();
+        assert_eq!(verdict.is_allowed(), allowed);
     }
+    // Every answer of the cycle, each the one the contract gives: the capture saw what it was
+    // meant to see, and no answer carries a key either.
+    let mut answers: Vec<(u16, serde_json::Value)> = Vec::new();
     // Create: 201, 400, 409, 401 (revoked).
-    for (auth, body) in [
+    for (auth, body, expected) in [
         (
             &key,
             json!({"serviceName": "bot", "image": "ghcr.io/acme/agent:1.0"}),
+            201,
         ),
-        (&key, json!({"serviceName": "Bad"})),
+        (&key, json!({"serviceName": "Bad"}), 400),
         (
             &key,
             json!({"serviceName": "bot", "image": "ghcr.io/acme/agent:1.0"}),
+            409,
         ),
         (
             &revoked,
             json!({"serviceName": "bot2", "image": "ghcr.io/acme/agent:1.0"}),
+            401,
         ),
     ] {
-        parts(
+        let answer = parts(
             create_agent::handle(
                 &store.store,
                 &store.store,
@@ -66,11 +73,13 @@ async fn keys_never_appear_in_any_log_line() {
             )
             .await,
         );
+        assert_eq!(answer.0, expected, "{body}: {}", answer.1);
+        answers.push(answer);
     }
     // Logs: 200 and 404.
-    for agent in ["bot", "ghost"] {
+    for (agent, expected) in [("bot", 200), ("ghost", 404)] {
         let request = integration_tests::logs_request(&key, agent, &[]);
-        parts(
+        let answer = parts(
             agent_logs::handle(
                 &store.store,
                 &store.store,
@@ -80,7 +89,10 @@ async fn keys_never_appear_in_any_log_line() {
             )
             .await,
         );
+        assert_eq!(answer.0, expected, "{agent}: {}", answer.1);
+        answers.push(answer);
     }
+    let answered = serde_json::to_string(&answers).unwrap();
 
     let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     assert!(
@@ -90,6 +102,10 @@ async fn keys_never_appear_in_any_log_line() {
     );
     for secret in [&key, &revoked] {
         assert!(!logs.contains(secret.expose()), "a key reached a log line");
+        assert!(
+            !answered.contains(&secret.expose()[4..24]),
+            "part of a key reached an answer"
+        );
         // Nor its random part alone (a key split or re-encoded by a log field).
         assert!(
             !logs.contains(&secret.expose()[4..24]),

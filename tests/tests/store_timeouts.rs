@@ -1,9 +1,8 @@
 //! A store that accepts connections and never answers (a black hole on loopback): every call
-//! ends at the client's operation timeout, and each handler turns it into the contract's 503
-//! with `Retry-After`, well inside a Lambda timeout; the authorizer reports an error (the gateway
-//! answers 500 and caches nothing) rather than a cached denial of a valid key.
-
-use std::time::{Duration, Instant};
+//! ends at the client's time bounds, and each handler turns it into the contract's 503 with
+//! `Retry-After`; the authorizer reports an error (the gateway answers 500 and caches nothing)
+//! rather than a cached denial of a valid key. How long the 503 takes is `make bench`'s figure,
+//! not an assertion here.
 
 use integration_tests::{event, parts};
 use shared::config::TableNames;
@@ -34,25 +33,17 @@ async fn silent_store() -> DynamoStore {
     )
 }
 
-/// The bound a caller waits at most: the operation timeout, plus scheduling slack.
-fn bound() -> Duration {
-    shared::aws::OPERATION_TIMEOUT + Duration::from_secs(2)
-}
-
 #[tokio::test]
 async fn a_create_that_times_out_is_503_with_retry_after() {
     let store = silent_store().await;
-    let started = Instant::now();
     // The gateway's event: the authorizer already named the caller, so the first store call is
     // the create's transaction.
     let response = create_agent::handle(&store, &store, event("create-agent.json")).await;
-    let waited = started.elapsed();
     assert_eq!(response.headers()["retry-after"], "1");
     let (status, body) = parts(response);
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["code"], "SERVICE_UNAVAILABLE");
     assert!(!body.to_string().contains("timeout"), "no SDK text: {body}");
-    assert!(waited < bound(), "waited {waited:?}");
 }
 
 #[tokio::test]
@@ -71,7 +62,6 @@ async fn a_key_check_that_times_out_is_503_not_401() {
 #[tokio::test]
 async fn a_log_read_that_times_out_is_503_with_retry_after() {
     let store = silent_store().await;
-    let started = Instant::now();
     let response = agent_logs::handle(
         &store,
         &store,
@@ -80,7 +70,6 @@ async fn a_log_read_that_times_out_is_503_with_retry_after() {
         event("agent-logs.json"),
     )
     .await;
-    assert!(started.elapsed() < bound());
     assert_eq!(response.headers()["retry-after"], "1");
     assert_eq!(parts(response).0, 503);
 }
@@ -91,9 +80,7 @@ async fn an_authorizer_that_times_out_errs_instead_of_denying() {
     // A well-formed key, so the check reaches the store.
     let key = shared::auth::ApiKey::generate();
     let event = integration_tests::authorizer_event(&integration_tests::bearer(&key));
-    let started = Instant::now();
     let outcome = authorizer::authorize(&store, event).await;
-    assert!(started.elapsed() < bound());
     assert!(
         matches!(outcome, Err(shared::StoreError::Timeout(_))),
         "{outcome:?}"

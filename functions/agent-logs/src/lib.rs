@@ -7,8 +7,9 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::KeyStore;
+use shared::cursor::CursorKey;
 use shared::http::allow;
-use shared::logs::{self, CursorKey, LogFilter, LogQuery, LogStore, LogsPage};
+use shared::logs::{self, LogFilter, LogQuery, LogStore, LogsPage};
 
 /// Settings read once at cold start.
 #[derive(Debug, Clone, Copy)]

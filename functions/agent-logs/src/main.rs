@@ -1,10 +1,10 @@
 //! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
 
 use agent_logs::Settings;
-use lambda_http::{Error, run, service_fn};
+use lambda_http::{Error, service_fn};
 use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, LOGS_TABLE};
-use shared::logs::CursorKey;
-use shared::logs::cursor::CURSOR_KEY_VARIABLE;
+use shared::cursor::{CURSOR_KEY_VARIABLE, CursorKey};
+use shared::lambda::run;
 use shared::store::dynamodb::DynamoStore;
 
 // Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one

@@ -146,6 +146,26 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_member_given_twice_is_400_naming_it_and_writes_nothing() {
+        let store = MemoryStore::default();
+        let (status, body) = call(&store, event("create-agent-duplicate-member.json")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["field"], "serviceName");
+        assert_eq!(store.agent_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn two_idempotency_keys_through_the_gateway_are_400_and_write_nothing() {
+        let store = MemoryStore::default();
+        let (status, body) =
+            call(&store, event("create-agent-repeated-idempotency-key.json")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["field"], "Idempotency-Key");
+        assert_eq!(store.agent_count(), 0);
+        assert_eq!(store.idempotency_record_count(), 0);
+    }
+
+    #[tokio::test]
     async fn no_key_event_is_401_with_the_challenge() {
         let store = MemoryStore::default();
         let response = handle(&store, &store, event("create-agent-no-key.json")).await;

@@ -101,6 +101,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_report_dated_go_zero_time_is_refused_and_changes_nothing() {
+        let store = MemoryStore::default();
+        seed_fixture_agents(&store).await.unwrap();
+        let before = store.agent("dev-local", "demo-agent").unwrap();
+        let outcome = handle(&store, event("deployment-status-zero-time.json"))
+            .await
+            .unwrap();
+        assert_eq!(outcome, ReportOutcome::Refused);
+        assert_eq!(store.agent("dev-local", "demo-agent").unwrap(), before);
+        // The next report of the deployment, dated as reports are, is applied.
+        let applied = handle(&store, event("deployment-status.json"))
+            .await
+            .unwrap();
+        assert_eq!(applied, ReportOutcome::Applied);
+    }
+
+    #[tokio::test]
     async fn an_event_that_is_not_a_report_is_an_error_for_the_failure_destination() {
         let store = MemoryStore::default();
         let mut other = event("deployment-status.json");

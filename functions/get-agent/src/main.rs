@@ -1,7 +1,8 @@
 //! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
 
-use lambda_http::{Error, run, service_fn};
+use lambda_http::{Error, service_fn};
 use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE};
+use shared::lambda::run;
 use shared::store::dynamodb::DynamoStore;
 
 // Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one

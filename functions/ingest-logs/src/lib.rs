@@ -10,9 +10,8 @@
 //! delivery, which is safe: a line's key is its timestamp and event id, and writing it again
 //! overwrites it.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use aws_lambda_events::cloudwatch_logs::LogData;
 use serde::Serialize;
@@ -20,9 +19,9 @@ use shared::StoreError;
 use shared::agent::AgentStore;
 use shared::logs::{self, LogLine, LogStore, MAX_EVENT_ID_LENGTH};
 
-/// How long a deployment seen to belong to a service is remembered: a deployment never moves to
-/// another service, but an agent deleted and made again gets a new one, which must be looked up.
-const KNOWN_DEPLOYMENT_TTL: Duration = Duration::from_secs(300);
+/// The most deployments a warm function remembers; past it, it starts again (each costs one
+/// read the next time).
+const MAX_KNOWN_DEPLOYMENTS: usize = 10_000;
 
 /// What one delivery did.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
@@ -62,13 +61,13 @@ enum Owner {
     UnknownDeployment,
 }
 
-/// A log stream's source: (namespace, agent, deployment).
-type Source = (String, String, String);
-
-/// Deployments known to belong to a service, kept across invocations of a warm function to spare
-/// the reads per batch: source → (service, when seen).
+/// Deployments seen in their service's history, kept across invocations of a warm function to
+/// spare the read of the history for lines of a deployment the agent no longer runs. Only where
+/// a deployment belongs is remembered, never that its agent exists: the agent is read for every
+/// batch (one GetItem), so the lines of an agent deleted a moment ago are dropped and counted,
+/// never stored under a service nobody can read.
 #[derive(Debug, Default)]
-pub struct KnownDeployments(Mutex<HashMap<Source, (String, Instant)>>);
+pub struct KnownDeployments(Mutex<HashSet<(String, String)>>);
 
 impl KnownDeployments {
     async fn owner<A: AgentStore>(
@@ -78,31 +77,29 @@ impl KnownDeployments {
         agent: &str,
         deployment: &str,
     ) -> Result<Owner, StoreError> {
-        let key = (
-            namespace.to_owned(),
-            agent.to_owned(),
-            deployment.to_owned(),
-        );
-        if let Ok(known) = self.0.lock()
-            && let Some((service, seen)) = known.get(&key)
-            && seen.elapsed() < KNOWN_DEPLOYMENT_TTL
-        {
-            return Ok(Owner::Service(service.clone()));
-        }
         let Some(record) = agents.get_agent(namespace, agent).await? else {
             return Ok(Owner::UnknownAgent);
         };
-        let runs = record.status_of(deployment).is_some();
-        let ran = runs
-            || agents
-                .get_deployment(namespace, &record.service_id, deployment)
-                .await?
-                .is_some();
+        if record.status_of(deployment).is_some() {
+            return Ok(Owner::Service(record.service_id));
+        }
+        // A deployment never leaves the history of the service it was made in.
+        let key = (record.service_id.clone(), deployment.to_owned());
+        if self.0.lock().is_ok_and(|known| known.contains(&key)) {
+            return Ok(Owner::Service(record.service_id));
+        }
+        let ran = agents
+            .get_deployment(namespace, &record.service_id, deployment)
+            .await?
+            .is_some();
         if !ran {
             return Ok(Owner::UnknownDeployment);
         }
         if let Ok(mut known) = self.0.lock() {
-            known.insert(key, (record.service_id.clone(), Instant::now()));
+            if known.len() >= MAX_KNOWN_DEPLOYMENTS {
+                known.clear();
+            }
+            known.insert(key);
         }
         Ok(Owner::Service(record.service_id))
     }
@@ -285,6 +282,27 @@ mod tests {
         let report = run(&store, data).await;
         assert_eq!(report.dropped_bad_line, 1);
         assert_eq!(report.stored, events - 1);
+    }
+
+    #[tokio::test]
+    async fn lines_of_an_agent_deleted_since_the_last_batch_are_dropped_and_counted() {
+        let store = store_with_demo_agent().await;
+        let known = KnownDeployments::default();
+        let data = fixture().aws_logs.data;
+        let events = data.log_events.len();
+        let first = ingest(&store, &store, &known, 30, data.clone())
+            .await
+            .unwrap();
+        assert_eq!(first.stored, events);
+        let demo = store.agent("dev-local", "demo-agent").unwrap();
+        assert_eq!(
+            store.delete_agent(&demo).await.unwrap(),
+            shared::agent::WriteOutcome::Written
+        );
+        // The same warm function, the next batch of that stream.
+        let after = ingest(&store, &store, &known, 30, data).await.unwrap();
+        assert_eq!(after.dropped_unknown_agent, events);
+        assert_eq!(after.stored, 0);
     }
 
     #[tokio::test]

@@ -1,48 +1,42 @@
 //! GET /v1/agents: the caller's agents by name, `limit` (1 to 100, default 100) at a time, with
-//! `nextCursor` when more follow (contract section 6).
+//! `nextCursor` when more follow (contract section 6), signed as every route's cursors are.
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, RequestExt, Response};
 use shared::ApiError;
 use shared::agent::AgentStore;
-use shared::agent::listing::{self, AgentList, AgentSummary, ListQuery};
+use shared::agent::listing::{self, AgentList, ListQuery};
 use shared::auth::{self, KeyStore};
+use shared::cursor::CursorKey;
 use shared::http::allow;
 
 pub async fn handle<A: AgentStore, K: KeyStore>(
     agents: &A,
     keys: &K,
+    cursor_key: &CursorKey,
     request: Request,
 ) -> Response<Body> {
-    shared::http::respond(list_agents(agents, keys, &request).await)
+    shared::http::respond(list_agents(agents, keys, cursor_key, &request).await)
 }
 
 #[tracing::instrument(skip_all, fields(namespace))]
 async fn list_agents<A: AgentStore, K: KeyStore>(
     agents: &A,
     keys: &K,
+    cursor_key: &CursorKey,
     request: &Request,
 ) -> Result<(StatusCode, AgentList), ApiError> {
     let caller = auth::caller(request, keys).await?;
     shared::http::require_method(request, "GET", allow::AGENTS)?;
     tracing::Span::current().record("namespace", caller.namespace.as_str());
     let params = request.query_string_parameters_ref();
-    let query = ListQuery::from_params(params.into_iter().flat_map(|params| params.iter()))?;
-    let page = agents
-        .list_agents(&caller.namespace, query.after.as_deref(), query.limit)
-        .await?;
-    let next_cursor = page
-        .agents
-        .last()
-        .filter(|_| page.more)
-        .map(|last| listing::cursor(&last.name));
-    Ok((
-        StatusCode::OK,
-        AgentList {
-            services: page.agents.iter().map(AgentSummary::from).collect(),
-            next_cursor,
-        },
-    ))
+    let query = ListQuery::from_params(
+        params.into_iter().flat_map(|params| params.iter()),
+        cursor_key,
+        &caller.namespace,
+    )?;
+    let list = listing::list(agents, &caller.namespace, &query, cursor_key).await?;
+    Ok((StatusCode::OK, list))
 }
 
 #[cfg(test)]
@@ -57,8 +51,10 @@ mod tests {
 
     use shared::testing::fixture_request as event;
 
+    const KEY: CursorKey = CursorKey::from_bytes([5; 32]);
+
     async fn call(store: &MemoryStore, request: Request) -> (StatusCode, Value) {
-        let response = handle(store, store, request).await;
+        let response = handle(store, store, &KEY, request).await;
         (
             response.status(),
             serde_json::from_slice(response.body().as_ref()).unwrap(),

@@ -1,7 +1,9 @@
 //! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
 
-use lambda_http::{Error, run, service_fn};
+use lambda_http::{Error, service_fn};
 use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE};
+use shared::cursor::{CURSOR_KEY_VARIABLE, CursorKey};
+use shared::lambda::run;
 use shared::store::dynamodb::DynamoStore;
 
 // Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one
@@ -10,9 +12,12 @@ use shared::store::dynamodb::DynamoStore;
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let (store, _) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE])?;
-    let store = &store;
+    let cursor_key = CursorKey::from_secret(&shared::config::required(CURSOR_KEY_VARIABLE)?)?;
+    let (store, cursor_key) = (&store, &cursor_key);
     run(service_fn(move |request| async move {
-        Ok::<_, std::convert::Infallible>(list_agents::handle(store, store, request).await)
+        Ok::<_, std::convert::Infallible>(
+            list_agents::handle(store, store, cursor_key, request).await,
+        )
     }))
     .await
 }

@@ -4,8 +4,8 @@
 //!
 //! Every write of an existing agent is conditional on the version it was read at. A write that
 //! loses a race reads the agent again and is applied to the newer version, so concurrent updates
-//! and reports are never lost; with `If-Match` the caller pinned the version, and a lost race is
-//! a 412 instead.
+//! and reports are never lost; with `If-Match` the caller pinned the version, and the agent read
+//! again at another version is a 412 instead.
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use crate::ApiError;
 use crate::auth::Principal;
 use crate::error::StoreError;
 use crate::idempotency::{self, IdempotencyRecord};
-use crate::timestamp::{now_rfc3339_millis, rfc3339_millis};
+use crate::timestamp::rfc3339_millis;
 
 /// How long a write that keeps losing races to other writers of one agent is tried again
 /// before the caller is told to come back (a 503), well inside the functions' 10 s timeout.
@@ -128,7 +128,8 @@ impl Races {
         }
     }
 
-    /// Waits before the next attempt (jittered, growing to 200 ms), or says the deadline passed.
+    /// Waits before the next attempt (jittered, the window growing to a second), or says the
+    /// deadline passed.
     async fn lost(&mut self) -> Result<(), StoreError> {
         self.lost += 1;
         if Instant::now() >= self.deadline {
@@ -136,7 +137,7 @@ impl Races {
                 format!("the agent changed under {} writes in a row", self.lost).into(),
             ));
         }
-        let ceiling = (10u64 << self.lost.min(5)).min(200);
+        let ceiling = (25u64 << self.lost.min(6)).min(1_000);
         let wait = rand::random_range(1..=ceiling);
         tokio::time::sleep(Duration::from_millis(wait)).await;
         Ok(())
@@ -192,33 +193,29 @@ pub async fn update<S: AgentStore>(
         let config = changes.clone().apply_to(name, current.config())?;
         let now = OffsetDateTime::now_utc();
         let unchanged = config == *current.config();
-        let next = if unchanged {
-            current.clone()
+        if unchanged && idempotent.is_none() {
+            let body = body_of(&current.view())?;
+            return Ok(Answer::Agent {
+                agent: Box::new(current),
+                body,
+            });
+        }
+        // A request that changes nothing still records its key's answer, under the agent's
+        // next version: a delete in between then finds the agent changed, reads again and
+        // takes the record with it.
+        let (next, change) = if unchanged {
+            (current.next_version(), Change::AnswerRecorded)
         } else {
-            current.deploy(config, &rfc3339_millis(now))
+            (
+                current.deploy(config, &rfc3339_millis(now)),
+                Change::NewDeployment,
+            )
         };
         let body = body_of(&next.view())?;
         let record = idempotent.map(|key| key.record(StatusCode::OK, &body, name, now));
-        let outcome = match (unchanged, &record) {
-            (true, None) => {
-                return Ok(Answer::Agent {
-                    agent: Box::new(next),
-                    body,
-                });
-            }
-            // Nothing changes; the key keeps this answer, as it would a change.
-            (true, Some(record)) => store.record_answer(&caller.namespace, record).await?,
-            (false, _) => {
-                store
-                    .write_agent(
-                        current.version,
-                        &next,
-                        Change::NewDeployment,
-                        record.as_ref(),
-                    )
-                    .await?
-            }
-        };
+        let outcome = store
+            .write_agent(current.version, &next, change, record.as_ref())
+            .await?;
         match outcome {
             WriteOutcome::Written => {
                 if !unchanged {
@@ -230,9 +227,7 @@ pub async fn update<S: AgentStore>(
                 });
             }
             WriteOutcome::KeyUsed(first) => return replay(&first, idempotent),
-            WriteOutcome::Conflict if if_match.is_some() => {
-                return Err(ApiError::PreconditionFailed);
-            }
+            // Read again: with If-Match, the check above then answers 412 if the agent changed.
             WriteOutcome::Conflict => races.lost().await?,
         }
     }
@@ -266,14 +261,18 @@ pub async fn apply_report<S: AgentStore>(
     store: &S,
     report: &StatusReport,
 ) -> Result<ReportOutcome, StoreError> {
+    // Refused before anything is read: no agent's state decides it.
+    if report.observed_nanos(OffsetDateTime::now_utc()).is_none() {
+        return Ok(ReportOutcome::Refused);
+    }
     let mut races = Races::new();
     loop {
         let Some(agent) = store.get_agent(&report.namespace, &report.agent).await? else {
             return Ok(ReportOutcome::UnknownAgent);
         };
-        let now = now_rfc3339_millis();
-        let next = match agent.apply(report, &now) {
+        let next = match agent.apply(report, OffsetDateTime::now_utc()) {
             Ok(next) => next,
+            Err(Unapplied::OutOfWindow) => return Ok(ReportOutcome::Refused),
             Err(Unapplied::Stale) => return Ok(ReportOutcome::Stale),
             Err(Unapplied::NotCurrent) => {
                 let kept = store

@@ -1,12 +1,12 @@
 //! GET /v1/agents (contract section 6): the caller's agents by name, a page at a time.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Serialize;
 
 use super::record::AgentRecord;
+use super::store::AgentStore;
 use crate::ApiError;
-use crate::validation::{QueryParameters, is_dns_label};
+use crate::cursor::{CursorFormat, CursorKey};
+use crate::validation::{MAX_NAME_LENGTH, QueryParameters, is_dns_label};
 
 pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 100;
@@ -57,21 +57,26 @@ pub struct ListQuery {
     pub after: Option<String>,
 }
 
-const CURSOR_VERSION: &str = "a1.";
+/// The list's cursors (the route's share of the one cursor format): the name of a page's last
+/// agent, bound to the account whose list it is.
+pub const CURSOR_FORMAT: CursorFormat = CursorFormat {
+    scope: "agents-cursor-v1",
+    max_position_length: MAX_NAME_LENGTH,
+    is_position: is_dns_label,
+};
 
-/// The cursor that continues after the agent `name`.
-pub fn cursor(name: &str) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{CURSOR_VERSION}{name}"))
-}
-
-fn bad_cursor() -> ApiError {
-    ApiError::bad_request("cursor", "cursor is not valid: pass nextCursor unchanged")
+/// The cursor that continues the account's list after the agent `name`.
+pub fn cursor(key: &CursorKey, namespace: &str, name: &str) -> String {
+    key.encode(&CURSOR_FORMAT, namespace, name)
 }
 
 impl ListQuery {
-    /// Reads the query parameters (each at most once; an empty value is an absent one).
+    /// Reads the query parameters of a list of the account `namespace` (each at most once; an
+    /// empty value is an absent one).
     pub fn from_params<'a>(
         params: impl IntoIterator<Item = (&'a str, &'a str)>,
+        key: &CursorKey,
+        namespace: &str,
     ) -> Result<Self, ApiError> {
         let params = QueryParameters::read(params, PARAMETERS)?;
         let limit = match params.get("limit") {
@@ -89,29 +94,43 @@ impl ListQuery {
         };
         let after = params
             .get("cursor")
-            .map(|cursor| {
-                let text = URL_SAFE_NO_PAD
-                    .decode(cursor)
-                    .ok()
-                    .and_then(|bytes| String::from_utf8(bytes).ok())
-                    .ok_or_else(bad_cursor)?;
-                text.strip_prefix(CURSOR_VERSION)
-                    .filter(|name| is_dns_label(name))
-                    .map(str::to_owned)
-                    .ok_or_else(bad_cursor)
-            })
+            .map(|cursor| key.decode(&CURSOR_FORMAT, cursor, namespace))
             .transpose()?;
-        let query = ListQuery { limit, after };
-        Ok(query)
+        Ok(ListQuery { limit, after })
     }
+}
+
+/// A page of the account `namespace`'s agents, and the cursor after it when more follow.
+pub async fn list<S: AgentStore>(
+    store: &S,
+    namespace: &str,
+    query: &ListQuery,
+    key: &CursorKey,
+) -> Result<AgentList, ApiError> {
+    let page = store
+        .list_agents(namespace, query.after.as_deref(), query.limit)
+        .await?;
+    let next_cursor = page
+        .agents
+        .last()
+        .filter(|_| page.more)
+        .map(|last| cursor(key, namespace, &last.name));
+    Ok(AgentList {
+        services: page.agents.iter().map(AgentSummary::from).collect(),
+        next_cursor,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+    const KEY: CursorKey = CursorKey::from_bytes([3; 32]);
 
     fn parse(pairs: &[(&str, &str)]) -> Result<ListQuery, ApiError> {
-        ListQuery::from_params(pairs.iter().copied())
+        ListQuery::from_params(pairs.iter().copied(), &KEY, "acme-ns")
     }
 
     #[test]
@@ -136,19 +155,11 @@ mod tests {
                 "{bad}"
             );
         }
-        let next = cursor("voice-bot");
+        let next = cursor(&KEY, "acme-ns", "voice-bot");
         assert_eq!(
             parse(&[("cursor", &next)]).unwrap().after.as_deref(),
             Some("voice-bot")
         );
-        let forged = URL_SAFE_NO_PAD.encode("a1.Not A Name");
-        for bad in ["%%%", "djEuYQ", forged.as_str()] {
-            assert_eq!(
-                parse(&[("cursor", bad)]).unwrap_err().field(),
-                Some("cursor"),
-                "{bad}"
-            );
-        }
         assert_eq!(parse(&[("limt", "5")]).unwrap_err().field(), Some("limt"));
         assert_eq!(
             parse(&[("limit", "5"), ("limit", "6")])
@@ -156,5 +167,29 @@ mod tests {
                 .field(),
             Some("limit")
         );
+    }
+
+    #[test]
+    fn a_cursor_the_service_did_not_make_for_this_account_is_a_400_naming_cursor() {
+        // The unsigned cursors of earlier versions, which anyone could write: a name chosen
+        // by the caller.
+        let forged = URL_SAFE_NO_PAD.encode("a1.voice-bot");
+        let other_account = cursor(&KEY, "bob-ns", "voice-bot");
+        let other_stack = cursor(&CursorKey::from_bytes([4; 32]), "acme-ns", "voice-bot");
+        let logs_cursor = KEY.encode(&crate::logs::cursor::FORMAT, "acme-ns", "voice-bot");
+        for bad in [
+            "%%%",
+            "djEuYQ",
+            forged.as_str(),
+            other_account.as_str(),
+            other_stack.as_str(),
+            logs_cursor.as_str(),
+        ] {
+            assert_eq!(
+                parse(&[("cursor", bad)]).unwrap_err().field(),
+                Some("cursor"),
+                "{bad}"
+            );
+        }
     }
 }

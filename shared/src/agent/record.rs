@@ -197,6 +197,14 @@ impl AgentRecord {
         }
     }
 
+    /// The agent as it is, at the next version: a write that changes nothing else.
+    pub fn next_version(&self) -> Self {
+        AgentRecord {
+            version: self.version + 1,
+            ..self.clone()
+        }
+    }
+
     pub fn config(&self) -> &AgentConfig {
         &self.active.config
     }
@@ -212,9 +220,12 @@ impl AgentRecord {
             .map(|serving| &serving.status)
     }
 
-    /// The ETag of this version (a strong validator: it changes with every write).
+    /// The ETag of this version (a strong validator: it changes with every write). It names
+    /// the agent's service as well as the version: an agent deleted and made again under the
+    /// same name counts its versions from 1 again, and a tag read before the delete must never
+    /// match it.
     pub fn etag(&self) -> String {
-        format!("\"{}\"", self.version)
+        format!("\"{}.{}\"", self.service_id, self.version)
     }
 
     /// Whether some deployment can take sessions: the active one, or during a rollout the one

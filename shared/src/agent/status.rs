@@ -3,13 +3,29 @@
 //! the last one applied to its deployment changes nothing, and a report of a deployment the
 //! agent no longer runs (superseded) or never had changes nothing either.
 
-use serde::{Deserialize, Serialize};
-use time::OffsetDateTime;
+use serde::{Deserialize, Deserializer, Serialize};
+use time::macros::datetime;
+use time::{Duration, OffsetDateTime};
 
 use super::record::{AgentRecord, DeploymentError, DeploymentState, DeploymentStatus};
+use crate::timestamp::rfc3339_millis;
 
 /// The EventBridge detail-type of a report.
 pub const DETAIL_TYPE: &str = "Deployment Status";
+
+/// The window a report's `observedAt` must lie in (contract section 7): not before 2000, and at
+/// most 5 minutes ahead of the status function's clock. A report outside it (Go's zero time
+/// from a data plane that forgot the field, a clock years off) is refused: applied, it would
+/// decide the order of every later report of its deployment.
+pub const OLDEST_OBSERVED_AT: OffsetDateTime = datetime!(2000-01-01 0:00 UTC);
+pub const MAX_OBSERVED_AHEAD: Duration = Duration::minutes(5);
+
+/// The longest `error.code` kept, in characters, and the longest `error.message`, in bytes
+/// (contract section 7): the agent item keeps its errors, and DynamoDB's items stop at 400 KB.
+pub const MAX_ERROR_CODE_CHARS: usize = 64;
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 1024;
+/// What ends a code or a message that was cut to its bound.
+pub const CUT_MARK: &str = " [cut]";
 
 /// One report: the `detail` of a `Deployment Status` event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,7 +39,12 @@ pub struct StatusReport {
     pub ready_replicas: u32,
     #[serde(default)]
     pub active_session_count: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Cut to its bounds as it is read ([`bounded_error`]).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "bounded_error"
+    )]
     pub error: Option<DeploymentError>,
     /// When the data plane observed this state (RFC 3339).
     #[serde(with = "time::serde::rfc3339")]
@@ -43,6 +64,9 @@ pub enum ReportOutcome {
     UnknownAgent,
     /// The agent has no such deployment (another agent's, or another account's).
     UnknownDeployment,
+    /// `observedAt` outside the window reports are taken from ([`OLDEST_OBSERVED_AT`],
+    /// [`MAX_OBSERVED_AHEAD`]).
+    Refused,
 }
 
 /// Why a report leaves an agent as it is.
@@ -51,15 +75,27 @@ pub enum Unapplied {
     Stale,
     /// Neither the active nor the serving deployment: superseded or unknown.
     NotCurrent,
+    /// `observedAt` outside the window.
+    OutOfWindow,
+}
+
+/// The latest `observedAt` taken at `now`, as Unix nanoseconds.
+fn latest_taken_nanos(now: OffsetDateTime) -> i128 {
+    (now + MAX_OBSERVED_AHEAD).unix_timestamp_nanos()
 }
 
 impl StatusReport {
-    fn observed_nanos(&self) -> i64 {
-        // i64 nanoseconds reach the year 2262; a report beyond is clamped, and stays newest.
-        i64::try_from(self.observed_at.unix_timestamp_nanos()).unwrap_or(i64::MAX)
+    /// The report's time as Unix nanoseconds, when it lies in the window reports are taken from
+    /// at `now` (within it, it always fits an i64: i64 nanoseconds reach the year 2262).
+    pub fn observed_nanos(&self, now: OffsetDateTime) -> Option<i64> {
+        let nanos = self.observed_at.unix_timestamp_nanos();
+        if self.observed_at < OLDEST_OBSERVED_AT || nanos > latest_taken_nanos(now) {
+            return None;
+        }
+        i64::try_from(nanos).ok()
     }
 
-    fn status(&self) -> DeploymentStatus {
+    fn status(&self, observed_nanos: i64) -> DeploymentStatus {
         DeploymentStatus {
             state: self.state,
             ready_replicas: self.ready_replicas,
@@ -68,29 +104,75 @@ impl StatusReport {
                 DeploymentState::Failed => self.error.clone(),
                 DeploymentState::Pending | DeploymentState::Ready => None,
             },
-            observed_at_nanos: Some(self.observed_nanos()),
+            observed_at_nanos: Some(observed_nanos),
         }
     }
 }
 
+/// `text` cut to at most `max` bytes, ending in [`CUT_MARK`] when it was cut (at a character
+/// boundary).
+fn cut_to_bytes(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max - CUT_MARK.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{CUT_MARK}", &text[..end])
+}
+
+/// `text` cut to at most `max` characters, ending in [`CUT_MARK`] when it was cut.
+fn cut_to_chars(text: String, max: usize) -> String {
+    if text.char_indices().nth(max).is_none() {
+        return text;
+    }
+    let keep = max - CUT_MARK.chars().count();
+    let end = text
+        .char_indices()
+        .nth(keep)
+        .map_or(text.len(), |(at, _)| at);
+    format!("{}{CUT_MARK}", &text[..end])
+}
+
+/// A report's error as the data plane sent it, its code and message cut to their bounds.
+fn bounded_error<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<DeploymentError>, D::Error> {
+    let error = Option::<DeploymentError>::deserialize(deserializer)?;
+    Ok(error.map(|error| DeploymentError {
+        code: cut_to_chars(error.code, MAX_ERROR_CODE_CHARS),
+        message: cut_to_bytes(error.message, MAX_ERROR_MESSAGE_BYTES),
+    }))
+}
+
 impl DeploymentStatus {
-    fn is_newer(&self, report: &StatusReport) -> bool {
+    /// Whether a report observed at `observed` is newer than the last one applied. A kept time
+    /// later than any report taken at `now` can have (kept before reports had a window) orders
+    /// nothing.
+    fn is_older_than(&self, observed: i64, now: OffsetDateTime) -> bool {
         self.observed_at_nanos
-            .is_none_or(|last| report.observed_nanos() > last)
+            .filter(|&last| i128::from(last) <= latest_taken_nanos(now))
+            .is_none_or(|last| observed > last)
     }
 }
 
 impl AgentRecord {
     /// The agent after `report` (which names this agent), at `now`. When the active deployment
     /// is ready, the deployment served from before it is superseded.
-    pub fn apply(&self, report: &StatusReport, now: &str) -> Result<AgentRecord, Unapplied> {
+    pub fn apply(
+        &self,
+        report: &StatusReport,
+        now: OffsetDateTime,
+    ) -> Result<AgentRecord, Unapplied> {
+        let observed = report.observed_nanos(now).ok_or(Unapplied::OutOfWindow)?;
         let mut next = self.clone();
         if report.deployment_id == self.active.deployment.id {
-            if !self.active.status.is_newer(report) {
+            if !self.active.status.is_older_than(observed, now) {
                 return Err(Unapplied::Stale);
             }
-            next.active.status = report.status();
-            next.active.deployment.updated_at = now.to_owned();
+            next.active.status = report.status(observed);
+            next.active.deployment.updated_at = rfc3339_millis(now);
             if next.active.status.is_ready() {
                 next.serving = None;
             }
@@ -99,10 +181,10 @@ impl AgentRecord {
             .as_mut()
             .filter(|serving| serving.deployment_id == report.deployment_id)
         {
-            if !serving.status.is_newer(report) {
+            if !serving.status.is_older_than(observed, now) {
                 return Err(Unapplied::Stale);
             }
-            serving.status = report.status();
+            serving.status = report.status(observed);
         } else {
             return Err(Unapplied::NotCurrent);
         }
@@ -138,7 +220,8 @@ mod tests {
         }
     }
 
-    const NOW: &str = "2027-01-15T08:00:00.000Z";
+    /// The reports' clock: report `second` is observed `second` seconds after it.
+    const NOW: OffsetDateTime = datetime!(2027-01-15 8:00 UTC);
 
     #[test]
     fn a_ready_report_makes_the_agent_and_its_deployment_ready() {
@@ -151,7 +234,10 @@ mod tests {
         assert!(view.ready && view.active_deployment_ready);
         assert_eq!(view.active_session_count, 2);
         assert_eq!(next.version, agent.version + 1);
-        assert_eq!(view.deployment.unwrap().updated_at, NOW);
+        assert_eq!(
+            view.deployment.unwrap().updated_at,
+            "2027-01-15T08:00:00.000Z"
+        );
         assert_eq!(
             view.updated_at, agent.updated_at,
             "a report is not an update of the agent"
@@ -190,7 +276,7 @@ mod tests {
             .unwrap();
         let rolled = ready.deploy(
             config(json!({"serviceName": "my-agent", "image": "ghcr.io/acme/agent:2.0"})),
-            NOW,
+            "2027-01-15T08:00:00.000Z",
         );
         let second = rolled.active.deployment.id.clone();
         assert!(rolled.view().ready && !rolled.view().active_deployment_ready);
@@ -216,6 +302,78 @@ mod tests {
                 NOW
             ),
             Err(Unapplied::NotCurrent)
+        );
+    }
+
+    #[test]
+    fn reports_dated_outside_the_window_are_refused_and_never_decide_the_order() {
+        let agent = record();
+        let id = agent.active.deployment.id.clone();
+        let at = |observed_at: OffsetDateTime| StatusReport {
+            observed_at,
+            ..report(&agent, &id, DeploymentState::Ready, 0)
+        };
+        for refused in [
+            // Go's zero time: what a data plane that forgets the field sends.
+            datetime!(0001-01-01 0:00 UTC),
+            datetime!(1999-12-31 23:59:59.999 UTC),
+            NOW + Duration::minutes(5) + Duration::nanoseconds(1),
+            datetime!(2300-01-01 0:00 UTC),
+        ] {
+            assert_eq!(
+                agent.apply(&at(refused), NOW),
+                Err(Unapplied::OutOfWindow),
+                "{refused}"
+            );
+        }
+        let ahead = agent
+            .apply(&at(NOW + Duration::minutes(5)), NOW)
+            .expect("5 minutes ahead is taken");
+        assert!(ahead.view().active_deployment_ready);
+        assert!(agent.apply(&at(OLDEST_OBSERVED_AT), NOW).is_ok());
+
+        // A time kept before reports had a window (the zero time, clamped to the largest
+        // nanosecond) does not make every later report stale.
+        let mut clamped = agent.clone();
+        clamped.active.status.observed_at_nanos = Some(i64::MAX);
+        let next = clamped
+            .apply(&report(&agent, &id, DeploymentState::Failed, 1), NOW)
+            .expect("a report in the window is newer than a clamped time");
+        assert_eq!(next.view().errors.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_reported_error_is_cut_to_64_characters_of_code_and_1_kib_of_message() {
+        let detail = |code: &str, message: &str| {
+            json!({
+                "namespace": "ns", "agent": "a", "deploymentId": "d", "state": "failed",
+                "error": {"code": code, "message": message},
+                "observedAt": "2026-11-23T10:00:00Z"
+            })
+        };
+        let read = |code: &str, message: &str| {
+            serde_json::from_value::<StatusReport>(detail(code, message))
+                .unwrap()
+                .error
+                .unwrap()
+        };
+        let long = read(&"C".repeat(100), &"m".repeat(250_000));
+        assert_eq!(long.code.chars().count(), MAX_ERROR_CODE_CHARS);
+        assert!(long.code.ends_with(CUT_MARK));
+        assert_eq!(long.message.len(), MAX_ERROR_MESSAGE_BYTES);
+        assert!(long.message.starts_with("mmm") && long.message.ends_with(CUT_MARK));
+        // Cut at a character boundary, never inside one.
+        let wide = read(&"é".repeat(64), &"€".repeat(400));
+        assert_eq!(wide.code, "é".repeat(64), "64 characters fit");
+        assert!(wide.message.len() <= MAX_ERROR_MESSAGE_BYTES);
+        assert!(wide.message.ends_with(CUT_MARK));
+        assert_eq!(
+            read("ImagePullBackOff", "pull access denied"),
+            DeploymentError {
+                code: "ImagePullBackOff".into(),
+                message: "pull access denied".into()
+            },
+            "within the bounds, as sent"
         );
     }
 

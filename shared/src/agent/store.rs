@@ -29,14 +29,17 @@ pub enum Change<'a> {
         deployment_id: &'a str,
         status: &'a DeploymentStatus,
     },
+    /// Nothing but the version: the write carries the answer to an `Idempotency-Key` of a
+    /// request that changed nothing.
+    AnswerRecorded,
 }
 
 /// The result of a conditional write of an existing agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteOutcome {
     Written,
-    /// The agent is no longer the version it was read at (written since, or deleted); nothing
-    /// was written.
+    /// The agent is no longer the version it was read at (written since, or deleted), or
+    /// writers of it at the same moment kept this write from running; nothing was written.
     Conflict,
     /// The `Idempotency-Key` has a live record; nothing was written.
     KeyUsed(IdempotencyRecord),
@@ -94,17 +97,11 @@ pub trait AgentStore: Send + Sync {
         idempotency: Option<&IdempotencyRecord>,
     ) -> impl Future<Output = Result<WriteOutcome, StoreError>> + Send;
 
-    /// Keeps the answer to a request that changed nothing (`Written`), unless its key has a live
-    /// record (`KeyUsed`).
-    fn record_answer(
-        &self,
-        namespace: &str,
-        record: &IdempotencyRecord,
-    ) -> impl Future<Output = Result<WriteOutcome, StoreError>> + Send;
-
-    /// Deletes the agent's deployments and idempotency records, then the agent itself if it is
-    /// still at `agent.version` (`Conflict` otherwise: a later write may have added to what was
-    /// deleted, so the caller reads again and repeats).
+    /// Deletes the agent with its deployments and idempotency records if it is still at
+    /// `agent.version` (`Conflict` otherwise, and nothing deleted: a later write may have added
+    /// to what there is to delete, so the caller reads again and repeats). A reader meets the
+    /// agent whole or not at all: the agent goes together with the deployments it runs and its
+    /// records; only history no reader reaches without the agent may go after it.
     fn delete_agent(
         &self,
         agent: &AgentRecord,

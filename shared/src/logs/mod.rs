@@ -19,7 +19,6 @@ pub mod store;
 pub mod text;
 
 pub use chunk::{LogChunk, pack};
-pub use cursor::CursorKey;
 pub use filter::{LogFilter, Placement};
 pub use ingest::{
     LOG_GROUP_PREFIX, MAX_LINE_BYTES, bounded_time, parse_log_group, parse_log_stream,

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use std::ops::Range;
 
-use super::cursor::CursorKey;
+use super::cursor;
 use super::filter::{LogFilter, Placement};
 use super::line::{position_nanos, rfc3339_nanos};
 use super::merge::{Count, OrderedLines, count_lines};
@@ -12,6 +12,7 @@ use super::query::{LogQuery, QUERY_READ_BUDGET, RESULT_WINDOW};
 use super::store::{LogStore, StoredLine};
 use super::text::matches_query;
 use crate::ApiError;
+use crate::cursor::CursorKey;
 use crate::error::StoreError;
 
 /// The most a page's entries may take as JSON. Lambda answers at most 6 MB, and a line of
@@ -213,7 +214,7 @@ pub async fn read<S: LogStore>(
     let after = query
         .cursor
         .as_deref()
-        .map(|cursor| cursor_key.decode(cursor, &fingerprint))
+        .map(|text| cursor::decode(cursor_key, text, &fingerprint))
         .transpose()?;
     let window_end = query.offset + query.limit;
     let keep = query.offset..window_end;
@@ -332,7 +333,8 @@ pub async fn read<S: LogStore>(
     let page = LogsPage {
         total,
         logs: scan.kept.into_iter().map(LogEntry::from).collect(),
-        next_cursor: next_position.map(|position| cursor_key.encode(&fingerprint, &position)),
+        next_cursor: next_position
+            .map(|position| cursor::encode(cursor_key, &fingerprint, &position)),
     };
     Ok((page, cost))
 }

@@ -47,6 +47,15 @@ impl Agents {
         }
     }
 
+    /// Whether the agent is still stored at the version `agent` was read at.
+    fn is_at(&self, agent: &AgentRecord) -> bool {
+        self.agents
+            .get(&(agent.owner.namespace.clone(), agent.name.clone()))
+            .is_some_and(|current| {
+                current.version == agent.version && current.service_id == agent.service_id
+            })
+    }
+
     fn keep_deployment(&mut self, agent: &AgentRecord, record: &DeploymentRecord) {
         self.deployments.insert(
             (
@@ -191,11 +200,9 @@ impl AgentStore for MemoryStore {
         let mut state = lock(&self.agents);
         let namespace = &next.owner.namespace;
         let key = (namespace.clone(), next.name.clone());
-        if state
-            .agents
-            .get(&key)
-            .is_none_or(|current| current.version != read_version)
-        {
+        if state.agents.get(&key).is_none_or(|current| {
+            current.version != read_version || current.service_id != next.service_id
+        }) {
             return Ok(WriteOutcome::Conflict);
         }
         if let Some(found) = idempotency.and_then(|record| state.key_used(namespace, record)) {
@@ -217,27 +224,18 @@ impl AgentStore for MemoryStore {
                     None => return Err(StoreError::Unexpected("deployment missing".into())),
                 }
             }
+            Change::AnswerRecorded => {}
         }
         state.agents.insert(key, next.clone());
         state.keep(namespace, idempotency);
         Ok(WriteOutcome::Written)
     }
 
-    async fn record_answer(
-        &self,
-        namespace: &str,
-        record: &IdempotencyRecord,
-    ) -> Result<WriteOutcome, StoreError> {
-        let mut state = lock(&self.agents);
-        if let Some(found) = state.key_used(namespace, record) {
-            return Ok(WriteOutcome::KeyUsed(found));
-        }
-        state.keep(namespace, Some(record));
-        Ok(WriteOutcome::Written)
-    }
-
     async fn delete_agent(&self, agent: &AgentRecord) -> Result<WriteOutcome, StoreError> {
         let mut state = lock(&self.agents);
+        if !state.is_at(agent) {
+            return Ok(WriteOutcome::Conflict);
+        }
         let namespace = &agent.owner.namespace;
         state
             .deployments
@@ -245,15 +243,9 @@ impl AgentStore for MemoryStore {
         state
             .idempotency
             .retain(|(ns, _), record| !(ns == namespace && record.agent == agent.name));
-        let key = (namespace.clone(), agent.name.clone());
-        if state
+        state
             .agents
-            .get(&key)
-            .is_none_or(|current| current.version != agent.version)
-        {
-            return Ok(WriteOutcome::Conflict);
-        }
-        state.agents.remove(&key);
+            .remove(&(namespace.clone(), agent.name.clone()));
         Ok(WriteOutcome::Written)
     }
 }

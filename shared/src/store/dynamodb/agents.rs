@@ -2,9 +2,11 @@
 //! (layouts in [`super::items`]). Every write of an existing agent is one transaction
 //! conditioned on the version it was read at.
 
+use std::collections::HashMap;
+
 use aws_sdk_dynamodb::types::{
-    AttributeValue, DeleteRequest, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-    Update, WriteRequest,
+    AttributeValue, Delete, DeleteRequest, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update, WriteRequest,
 };
 
 use super::items::{
@@ -20,8 +22,43 @@ use crate::agent::{
 use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
 
-fn version(value: u64) -> AttributeValue {
-    AttributeValue::N(value.to_string())
+/// A transaction takes at most 100 actions.
+const MAX_TRANSACTION_ITEMS: usize = 100;
+
+/// The condition every write of an existing agent is made on: the agent is still the one read
+/// (the same service: an agent deleted and made again under its name is another) at the version
+/// read.
+struct ReadAt {
+    expression: &'static str,
+    names: HashMap<String, String>,
+    values: Item,
+}
+
+fn read_at(service_id: &str, version: u64) -> ReadAt {
+    ReadAt {
+        expression: "#version = :read AND #serviceId = :service",
+        names: HashMap::from([
+            ("#version".to_owned(), "version".to_owned()),
+            ("#serviceId".to_owned(), "serviceId".to_owned()),
+        ]),
+        values: HashMap::from([
+            (":read".to_owned(), AttributeValue::N(version.to_string())),
+            (":service".to_owned(), s(service_id)),
+        ]),
+    }
+}
+
+fn agent_key(agent: &AgentRecord) -> Item {
+    key(namespace_pk(&agent.owner.namespace), agent_sk(&agent.name))
+}
+
+fn delete_of(table: &str, key: Item) -> Result<TransactWriteItem, StoreError> {
+    let delete = Delete::builder()
+        .table_name(table)
+        .set_key(Some(key))
+        .build()
+        .map_err(built)?;
+    Ok(TransactWriteItem::builder().delete(delete).build())
 }
 
 /// The put of an idempotency record: it may replace a dead record of the same key that TTL has
@@ -203,12 +240,13 @@ impl AgentStore for DynamoStore {
         change: Change<'_>,
         idempotency: Option<&IdempotencyRecord>,
     ) -> Result<WriteOutcome, StoreError> {
+        let condition = read_at(&next.service_id, read_version);
         let agent = Put::builder()
             .table_name(&self.agents_table)
             .set_item(Some(item_of(&AgentItem::from(next))?))
-            .condition_expression("#version = :read")
-            .expression_attribute_names("#version", "version")
-            .expression_attribute_values(":read", version(read_version))
+            .condition_expression(condition.expression)
+            .set_expression_attribute_names(Some(condition.names))
+            .set_expression_attribute_values(Some(condition.values))
             .build()
             .map_err(built)?;
         let mut items = vec![TransactWriteItem::builder().put(agent).build()];
@@ -238,13 +276,17 @@ impl AgentStore for DynamoStore {
                     .map_err(built)?;
                 items.push(TransactWriteItem::builder().update(update).build());
             }
+            Change::AnswerRecorded => {}
         }
         let idempotency_at = items.len();
         if let Some(record) = idempotency {
             let put = put_idempotency(&self.agents_table, &next.owner.namespace, record)?;
             items.push(TransactWriteItem::builder().put(put).build());
         }
-        match self.transact(items).await? {
+        let Some(transaction) = self.transact_racing(items).await? else {
+            return Ok(WriteOutcome::Conflict);
+        };
+        match transaction {
             Transaction::Written => Ok(WriteOutcome::Written),
             Transaction::ConditionFailed { failed, .. } if failed.contains(&0) => {
                 Ok(WriteOutcome::Conflict)
@@ -262,64 +304,167 @@ impl AgentStore for DynamoStore {
         }
     }
 
-    async fn record_answer(
-        &self,
-        namespace: &str,
-        record: &IdempotencyRecord,
-    ) -> Result<WriteOutcome, StoreError> {
-        let put = put_idempotency(&self.agents_table, namespace, record)?;
-        match self
-            .transact(vec![TransactWriteItem::builder().put(put).build()])
-            .await?
-        {
-            Transaction::Written => Ok(WriteOutcome::Written),
-            Transaction::ConditionFailed { mut found, .. } => Ok(WriteOutcome::KeyUsed(
-                found_record(found.get_mut(0).and_then(Option::take))?,
-            )),
-        }
-    }
-
+    /// One transaction: the agent (conditioned on the service and version read) and what
+    /// [`DeletePlan`] puts with it; then the history that did not fit.
     #[tracing::instrument(skip_all, fields(namespace = %agent.owner.namespace, agent = %agent.name))]
     async fn delete_agent(&self, agent: &AgentRecord) -> Result<WriteOutcome, StoreError> {
         let namespace = &agent.owner.namespace;
-        let mut keys = self
+        let history = self
             .keys_with_prefix(namespace, &deployments_prefix(&agent.service_id), None)
             .await?;
-        keys.extend(
-            self.keys_with_prefix(namespace, IDEMPOTENCY_PREFIX, Some(&agent.name))
-                .await?,
-        );
-        let deletes = keys
-            .into_iter()
-            .map(|key| {
-                let delete = DeleteRequest::builder()
-                    .set_key(Some(key))
-                    .build()
-                    .map_err(built)?;
-                Ok(WriteRequest::builder().delete_request(delete).build())
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        self.batch_write(&self.agents_table, deletes).await?;
-        let deleted = self
-            .client
-            .delete_item()
-            .table_name(&self.agents_table)
-            .set_key(Some(key(namespace_pk(namespace), agent_sk(&agent.name))))
-            .condition_expression("#version = :read")
-            .expression_attribute_names("#version", "version")
-            .expression_attribute_values(":read", version(agent.version))
-            .send()
-            .await;
-        match deleted {
-            Ok(_) => Ok(WriteOutcome::Written),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|error| error.is_conditional_check_failed_exception()) =>
-            {
-                Ok(WriteOutcome::Conflict)
-            }
-            Err(error) => Err(classify(error)),
+        let records = self
+            .keys_with_prefix(namespace, IDEMPOTENCY_PREFIX, Some(&agent.name))
+            .await?;
+        let plan = DeletePlan::new(agent, history, records);
+        if !plan.before.is_empty() {
+            self.batch_write(&self.agents_table, delete_requests(plan.before)?)
+                .await?;
         }
+        let condition = read_at(&agent.service_id, agent.version);
+        let the_agent = Delete::builder()
+            .table_name(&self.agents_table)
+            .set_key(Some(agent_key(agent)))
+            .condition_expression(condition.expression)
+            .set_expression_attribute_names(Some(condition.names))
+            .set_expression_attribute_values(Some(condition.values))
+            .build()
+            .map_err(built)?;
+        let mut items = vec![TransactWriteItem::builder().delete(the_agent).build()];
+        for key in plan.with_agent {
+            items.push(delete_of(&self.agents_table, key)?);
+        }
+        let Some(transaction) = self.transact_racing(items).await? else {
+            return Ok(WriteOutcome::Conflict);
+        };
+        match transaction {
+            Transaction::Written => {
+                if !plan.after.is_empty() {
+                    self.batch_write(&self.agents_table, delete_requests(plan.after)?)
+                        .await?;
+                }
+                Ok(WriteOutcome::Written)
+            }
+            Transaction::ConditionFailed { .. } => Ok(WriteOutcome::Conflict),
+        }
+    }
+}
+
+/// What a delete removes with the agent in its one transaction, and what before or after it.
+/// A reader reaches an agent's running deployments and its idempotency records through the
+/// agent, so they go with it; its older history is keyed by its service, which nothing reaches
+/// once the agent is gone, so what of it does not fit in the transaction goes after. Records
+/// go before only when they alone do not fit (more than 97 live in 24 hours): a retry of one of
+/// those requests then runs again instead of replaying, which an update, a merge, survives.
+#[derive(Debug, PartialEq)]
+struct DeletePlan {
+    before: Vec<Item>,
+    with_agent: Vec<Item>,
+    after: Vec<Item>,
+}
+
+impl DeletePlan {
+    fn new(agent: &AgentRecord, history: Vec<Item>, mut records: Vec<Item>) -> Self {
+        let running: Vec<String> = std::iter::once(&agent.active.deployment.id)
+            .chain(agent.serving.as_ref().map(|serving| &serving.deployment_id))
+            .map(|id| deployment_sk(&agent.service_id, id))
+            .collect();
+        let (mut with_agent, mut older): (Vec<Item>, Vec<Item>) =
+            history.into_iter().partition(|key| {
+                key.get("sk")
+                    .and_then(|sk| sk.as_s().ok())
+                    .is_some_and(|sk| running.contains(sk))
+            });
+        // The agent itself takes one action.
+        let room = MAX_TRANSACTION_ITEMS - 1 - with_agent.len();
+        let before = records.split_off(records.len().min(room));
+        let after = older.split_off(older.len().min(room - records.len()));
+        with_agent.extend(records);
+        with_agent.extend(older);
+        DeletePlan {
+            before,
+            with_agent,
+            after,
+        }
+    }
+}
+
+fn delete_requests(keys: Vec<Item>) -> Result<Vec<WriteRequest>, StoreError> {
+    keys.into_iter()
+        .map(|key| {
+            let delete = DeleteRequest::builder()
+                .set_key(Some(key))
+                .build()
+                .map_err(built)?;
+            Ok(WriteRequest::builder().delete_request(delete).build())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::record::tests::record;
+
+    fn keys(prefix: &str, count: usize) -> Vec<Item> {
+        (0..count)
+            .map(|i| key("NS#ns".into(), format!("{prefix}{i:04}")))
+            .collect()
+    }
+
+    #[test]
+    fn a_delete_takes_what_readers_reach_with_the_agent_and_the_rest_of_the_history_after() {
+        let first = record();
+        let mut agent = first.deploy(first.config().clone(), "2026-11-24T00:00:00.000Z");
+        agent.serving = Some(crate::agent::Serving {
+            deployment_id: "serving".into(),
+            status: crate::agent::DeploymentStatus::requested(),
+        });
+        let prefix = deployments_prefix(&agent.service_id);
+        let mut history = keys(&prefix, 150);
+        history.push(key(
+            "NS#ns".into(),
+            deployment_sk(&agent.service_id, &agent.active.deployment.id),
+        ));
+        history.push(key(
+            "NS#ns".into(),
+            deployment_sk(&agent.service_id, "serving"),
+        ));
+
+        let plan = DeletePlan::new(&agent, history.clone(), keys(IDEMPOTENCY_PREFIX, 20));
+        assert!(plan.before.is_empty());
+        assert_eq!(plan.with_agent.len(), MAX_TRANSACTION_ITEMS - 1);
+        let sort_keys = |items: &[Item]| -> Vec<String> {
+            items
+                .iter()
+                .map(|item| item["sk"].as_s().unwrap().clone())
+                .collect()
+        };
+        let with_agent = sort_keys(&plan.with_agent);
+        for running in [
+            deployment_sk(&agent.service_id, &agent.active.deployment.id),
+            deployment_sk(&agent.service_id, "serving"),
+        ] {
+            assert!(with_agent.contains(&running), "{running}");
+        }
+        assert_eq!(
+            with_agent
+                .iter()
+                .filter(|sk| sk.starts_with(IDEMPOTENCY_PREFIX))
+                .count(),
+            20,
+            "every record goes with the agent"
+        );
+        assert_eq!(plan.after.len(), 152 + 20 - (MAX_TRANSACTION_ITEMS - 1));
+        assert!(
+            sort_keys(&plan.after)
+                .iter()
+                .all(|sk| sk.starts_with(&prefix)),
+            "only older history after"
+        );
+
+        let crowded = DeletePlan::new(&agent, history, keys(IDEMPOTENCY_PREFIX, 120));
+        assert_eq!(crowded.before.len(), 120 - (MAX_TRANSACTION_ITEMS - 3));
+        assert_eq!(crowded.with_agent.len(), MAX_TRANSACTION_ITEMS - 1);
+        assert_eq!(crowded.after.len(), 150);
     }
 }

@@ -212,8 +212,20 @@ impl DynamoStore {
     }
 
     /// Runs a transaction of conditional writes, trying again when it lost a race with another
-    /// transaction (the SDK does not retry those).
+    /// transaction (the SDK does not retry those); still losing after a few tries is a 503.
     async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Transaction, StoreError> {
+        self.transact_racing(items).await?.ok_or_else(|| {
+            StoreError::Throttled("transactions on the same items kept conflicting".into())
+        })
+    }
+
+    /// [`Self::transact`] for a write whose caller reads again and retries when it loses a race
+    /// (the agent's read-modify-write loop): `None` when other transactions on the same items
+    /// kept it from running, which that loop treats as any other lost race.
+    async fn transact_racing(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<Option<Transaction>, StoreError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -224,7 +236,7 @@ impl DynamoStore {
                 .send()
                 .await;
             let error = match result {
-                Ok(_) => return Ok(Transaction::Written),
+                Ok(_) => return Ok(Some(Transaction::Written)),
                 Err(error) => error,
             };
             let Some(reasons) = cancellation_reasons(&error) else {
@@ -238,20 +250,18 @@ impl DynamoStore {
                 .collect();
             if !failed.is_empty() {
                 let found = reasons.into_iter().map(|(_, item)| item).collect();
-                return Ok(Transaction::ConditionFailed { failed, found });
+                return Ok(Some(Transaction::ConditionFailed { failed, found }));
             }
             let conflict = reasons
                 .iter()
                 .any(|(code, _)| code.as_deref() == Some("TransactionConflict"));
-            if conflict && attempt < TRANSACTION_CONFLICT_ATTEMPTS {
-                tokio::time::sleep(Duration::from_millis(20 * attempt as u64)).await;
-                continue;
+            if !conflict {
+                return Err(classify(error));
             }
-            return Err(if conflict {
-                StoreError::Throttled(Box::new(error))
-            } else {
-                classify(error)
-            });
+            if attempt == TRANSACTION_CONFLICT_ATTEMPTS {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(20 * attempt as u64)).await;
         }
     }
 
