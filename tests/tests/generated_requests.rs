@@ -85,19 +85,6 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
-const MEMBERS: &[&str] = &[
-    "serviceName",
-    "image",
-    "nodeType",
-    "imagePullSecretSet",
-    "secretSet",
-    "autoScaling",
-    "enableNoise",
-    "noiseViva",
-    "agentProfile",
-    "enableManagedKeys",
-];
-
 fn valid_body() -> Value {
     json!({"serviceName": "my-agent", "image": "ghcr.io/acme/agent:1.0", "nodeType": "arm",
         "imagePullSecretSet": "pull", "secretSet": "env", "autoScaling": {"minAgents": 1, "maxAgents": 5},
@@ -109,8 +96,12 @@ fn valid_body() -> Value {
 /// unknown member or a broken nested object.
 fn mutated_body() -> impl Strategy<Value = Value> {
     let mutation = prop_oneof![
-        prop::sample::select(MEMBERS).prop_map(|member| (member.to_owned(), None)),
-        (prop::sample::select(MEMBERS), json_value())
+        prop::sample::select(contract_model::CREATE_MEMBERS)
+            .prop_map(|member| (member.to_owned(), None)),
+        (
+            prop::sample::select(contract_model::CREATE_MEMBERS),
+            json_value()
+        )
             .prop_map(|(member, value)| (member.to_owned(), Some(value))),
         ("[a-zA-Z]{1,14}", json_value()).prop_map(|(member, value)| (member, Some(value))),
         (

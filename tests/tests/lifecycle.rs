@@ -285,23 +285,9 @@ async fn agents_are_listed_by_name_a_page_at_a_time() {
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut request = integration_tests::agent_request("GET", &key, "", None);
-        *request.uri_mut() = "https://api.example.com/v1/agents".parse().unwrap();
-        let mut query = std::collections::HashMap::from([("limit".to_owned(), "3".to_owned())]);
-        if let Some(cursor) = &cursor {
-            query.insert("cursor".to_owned(), cursor.clone());
-        }
-        use lambda_http::RequestExt;
-        let request = request.with_query_string_parameters(query);
-        let (status, page) = integration_tests::parts(
-            list_agents::handle(
-                &store.store,
-                &store.store,
-                &integration_tests::CURSOR_KEY,
-                request,
-            )
-            .await,
-        );
+        let mut query = vec![("limit", "3".to_owned())];
+        query.extend(cursor.take().map(|cursor| ("cursor", cursor)));
+        let (status, page) = list_page(&store, &key, &query).await;
         assert_eq!(status, 200, "{page}");
         for agent in page["services"].as_array().unwrap() {
             assert!(
@@ -324,13 +310,24 @@ async fn agents_are_listed_by_name_a_page_at_a_time() {
     // of the caller's choice) is a 400, as a forged logs cursor is.
     use base64::Engine;
     let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("a1.agent-3");
-    let mut request = integration_tests::agent_request("GET", &key, "", None);
+    let (status, body) = list_page(&store, &key, &[("cursor", forged)]).await;
+    assert_eq!((status, &body["field"]), (400, &json!("cursor")), "{body}");
+}
+
+/// GET /v1/agents with `query`, through the list handler.
+async fn list_page(
+    store: &TestStore,
+    key: &shared::auth::ApiKey,
+    query: &[(&str, String)],
+) -> (u16, Value) {
+    let mut request = integration_tests::agent_request("GET", key, "", None);
     *request.uri_mut() = "https://api.example.com/v1/agents".parse().unwrap();
-    let request = lambda_http::RequestExt::with_query_string_parameters(
-        request,
-        std::collections::HashMap::from([("cursor".to_owned(), forged)]),
-    );
-    let (status, body) = integration_tests::parts(
+    let query: std::collections::HashMap<String, String> = query
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), value.clone()))
+        .collect();
+    let request = lambda_http::RequestExt::with_query_string_parameters(request, query);
+    integration_tests::parts(
         list_agents::handle(
             &store.store,
             &store.store,
@@ -338,8 +335,7 @@ async fn agents_are_listed_by_name_a_page_at_a_time() {
             request,
         )
         .await,
-    );
-    assert_eq!((status, &body["field"]), (400, &json!("cursor")), "{body}");
+    )
 }
 
 #[tokio::test]
