@@ -24,7 +24,7 @@ const WHILE_DOWN: usize = 20;
 /// that cargo lambda watch can hold before it stops every route (README).
 const CLIENT_CONCURRENCY: usize = 16;
 /// A request that waits longer than this means the API stopped answering.
-const HANG: Duration = Duration::from_secs(10);
+const HANG: Duration = Duration::from_secs(5);
 
 fn variable(name: &str) -> String {
     std::env::var(name)
