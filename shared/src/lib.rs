@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod auth;
 pub mod aws;
+pub mod catalog;
 pub mod config;
 pub mod cursor;
 pub mod error;

@@ -6,7 +6,8 @@
 use integration_tests::{TestStore, agent_request, parts};
 use serde_json::{Value, json};
 use shared::agent::{AgentConfig, AgentStore};
-use shared::manifest::{Manifest, Replicas, noise_filter_named, profile_named};
+use shared::catalog::{noise_filter_named, profile_named};
+use shared::manifest::{Manifest, Replicas};
 use shared::store::dynamodb::first_slice::{first_slice_deployment_sk, first_slice_log_partition};
 
 const DEPLOYMENT_ID: &str = "6f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f";
@@ -101,10 +102,10 @@ async fn agents_of_the_first_slice_read_update_and_show_their_lines_once_migrate
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
     let namespace = caller.namespace.clone();
-    let manifest = Manifest::build("legacy-bot", &namespace, &config());
+    let manifest = config().manifest("legacy-bot", &namespace);
     first_slice_agent(&store, &namespace, "legacy-bot", &manifest).await;
     // Resources no profile of this version has: no configuration builds it.
-    let mut odd = Manifest::build("odd-bot", &namespace, &config());
+    let mut odd = config().manifest("odd-bot", &namespace);
     odd.spec.resources.cpu = "3".into();
     first_slice_agent(&store, &namespace, "odd-bot", &odd).await;
 

@@ -142,7 +142,7 @@ fn deployment_record(
     DeploymentRecord {
         deployment: Deployment {
             id: Uuid::new_v4().to_string(),
-            manifest: Manifest::build(name, namespace, &config),
+            manifest: config.manifest(name, namespace),
             service_id: service_id.to_owned(),
             created_at: now.to_owned(),
             updated_at: now.to_owned(),

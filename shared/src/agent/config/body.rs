@@ -2,7 +2,7 @@
 
 use super::{MAX_AGENTS, MIN_AGENTS};
 use crate::ApiError;
-use crate::manifest::{self, NODE_TYPES, NoiseFilter, Profile};
+use crate::catalog::{self, NODE_TYPES, NoiseFilter, Profile};
 use crate::validation::{DNS_LABEL_RULE, JsonObject, Member, check_image_reference, is_dns_label};
 
 /// The auto-scaling members of a body.
@@ -112,12 +112,12 @@ impl ConfigChanges {
             Member::Given(mut noise) => {
                 let filter = match noise.take_string("audioFilter")?.given() {
                     None => None,
-                    Some(name) => Some(manifest::noise_filter_named(&name).ok_or_else(|| {
+                    Some(name) => Some(catalog::noise_filter_named(&name).ok_or_else(|| {
                         ApiError::bad_request(
                             "noiseViva.audioFilter",
                             format!(
                                 "noiseViva.audioFilter must be {}, or null for no filter",
-                                one_of(manifest::NOISE_FILTERS.iter().map(|f| f.name))
+                                one_of(catalog::NOISE_FILTERS.iter().map(|f| f.name))
                             ),
                         )
                     })?),
@@ -131,12 +131,12 @@ impl ConfigChanges {
 
         let profile = match body.take_string("agentProfile")? {
             Member::Given(name) => {
-                Member::Given(manifest::profile_named(&name).ok_or_else(|| {
+                Member::Given(catalog::profile_named(&name).ok_or_else(|| {
                     ApiError::bad_request(
                         "agentProfile",
                         format!(
                             "agentProfile must be {}",
-                            one_of(manifest::PROFILES.iter().map(|p| p.name))
+                            one_of(catalog::PROFILES.iter().map(|p| p.name))
                         ),
                     )
                 })?)

@@ -4,7 +4,8 @@
 
 use super::{AgentConfig, ConfigChanges, DEFAULT_MAX_AGENTS, DEFAULT_MIN_AGENTS, ScalingChanges};
 use crate::ApiError;
-use crate::manifest::{DEFAULT_NODE_TYPE, DEFAULT_PROFILE, Replicas};
+use crate::catalog::{DEFAULT_NODE_TYPE, DEFAULT_PROFILE};
+use crate::manifest::Replicas;
 use crate::validation::Member;
 
 impl ConfigChanges {

@@ -3,14 +3,17 @@
 //!
 //! One reader serves both endpoints: a body is read into [`ConfigChanges`] (each member absent,
 //! `null` or given, every rule checked: [`body`]), and a configuration is the changes applied to
-//! a base: the defaults on create, the agent's current configuration on update ([`merge`]).
+//! a base: the defaults on create, the agent's current configuration on update ([`merge`]); a
+//! configuration builds its deployment's manifest ([`manifest`]).
 
 mod body;
+mod manifest;
 mod merge;
 
 use serde::{Deserialize, Serialize};
 
-use crate::manifest::{Manifest, NOISE_FILTERS, NoiseFilter, PROFILES, Profile, Replicas};
+use crate::catalog::{NoiseFilter, Profile};
+use crate::manifest::Replicas;
 
 pub use body::{ConfigChanges, ScalingChanges};
 
@@ -45,43 +48,6 @@ pub struct AgentConfig {
     pub enable_managed_keys: bool,
 }
 
-impl AgentConfig {
-    /// The configuration [`Manifest::build`] made `manifest` from, for agents of a version that
-    /// kept only the manifest (upgrading, see the operator's `migrate-first-slice`): each
-    /// profile and noise filter the tables know is tried (`profile_hint`, the name that version
-    /// kept, first), and the one that builds exactly this manifest again is the answer; `None`
-    /// when none does.
-    pub fn from_manifest(manifest: &Manifest, profile_hint: Option<&str>) -> Option<Self> {
-        let spec = &manifest.spec;
-        let profiles = PROFILES
-            .iter()
-            .filter(|profile| Some(profile.name) == profile_hint)
-            .chain(
-                PROFILES
-                    .iter()
-                    .filter(|profile| Some(profile.name) != profile_hint),
-            );
-        let filters = std::iter::once(None).chain(NOISE_FILTERS.iter().map(Some));
-        let candidates = profiles.flat_map(|profile| {
-            filters.clone().map(move |noise_filter| AgentConfig {
-                image: spec.image.clone(),
-                node_type: spec.daily_node_type.clone(),
-                image_pull_secret_set: spec.image_pull_secret_names.first().cloned(),
-                secret_set: spec.env_from_secret_names.first().cloned(),
-                auto_scaling: spec.auto_scaling,
-                enable_noise: spec.noise_models.enabled,
-                noise_filter,
-                profile,
-                enable_managed_keys: spec.integrated_keys_proxy.enabled,
-            })
-        });
-        let (name, namespace) = (&manifest.metadata.name, &manifest.metadata.namespace);
-        candidates
-            .into_iter()
-            .find(|config| Manifest::build(name, namespace, config) == *manifest)
-    }
-}
-
 /// Profiles and noise filters are stored by their table names and read back through the tables:
 /// a stored name the tables no longer know is a storage error, never a silent default.
 mod by_name {
@@ -89,7 +55,7 @@ mod by_name {
 
     pub mod profile {
         use super::*;
-        use crate::manifest::{Profile, profile_named};
+        use crate::catalog::{Profile, profile_named};
 
         pub fn serialize<S: Serializer>(
             profile: &&'static Profile,
@@ -106,7 +72,7 @@ mod by_name {
 
     pub mod noise_filter {
         use super::*;
-        use crate::manifest::{NoiseFilter, noise_filter_named};
+        use crate::catalog::{NoiseFilter, noise_filter_named};
 
         pub fn serialize<S: Serializer>(
             filter: &Option<&'static NoiseFilter>,
@@ -136,34 +102,6 @@ mod tests {
     use super::*;
     use serde_json::json;
     use testing::full;
-
-    #[test]
-    fn a_manifest_gives_back_the_configuration_it_was_built_from() {
-        for profile in crate::manifest::PROFILES {
-            for filter in
-                std::iter::once(None).chain(crate::manifest::NOISE_FILTERS.iter().map(Some))
-            {
-                let config = AgentConfig {
-                    profile,
-                    noise_filter: filter,
-                    ..full()
-                };
-                let manifest = Manifest::build("my-agent", "ns-1", &config);
-                assert_eq!(
-                    AgentConfig::from_manifest(&manifest, None),
-                    Some(config.clone())
-                );
-                assert_eq!(
-                    AgentConfig::from_manifest(&manifest, Some("agent-9x")),
-                    Some(config)
-                );
-            }
-        }
-        // Resources no profile has: no configuration builds it.
-        let mut manifest = Manifest::build("my-agent", "ns-1", &full());
-        manifest.spec.resources.cpu = "3".into();
-        assert_eq!(AgentConfig::from_manifest(&manifest, None), None);
-    }
 
     #[test]
     fn a_configuration_round_trips_through_storage_by_table_names() {
