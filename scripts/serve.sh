@@ -38,7 +38,7 @@ if deployment=$(curl -sf "$STACK_API_URL/agents/demo-agent" -H "Authorization: B
   stack_invoke "$STACK_INGEST_FUNCTION" .local/demo-logs-event.json >/dev/null && echo "demo log lines ingested"
 else
   # The items of the first slice's store (before agents had versions and deployments) are read
-  # once migrated (README, Upgrading).
+  # once migrated (docs/operations.md, Upgrading).
   cat >&2 <<WARN
 demo-agent cannot be read: .local/dynamodb-data holds agents written by the first slice's store.
 Migrate them (idempotent) while this runs, in another terminal:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What cargo lambda watch does with N invocations of one function at once (README, make run):
+# What cargo lambda watch does with N invocations of one function at once (docs/testing.md, make run):
 # a stack of its own without a data plane, N Deployment Status reports posted together to the
 # status function through the Invoke API, and GET /v1/agents timed six times meanwhile.
 #

@@ -17,7 +17,6 @@ use aws_sdk_apigateway::types::{
 };
 use shared::auth::usage_plan_key_value;
 use shared::error::DisplayErrorContext;
-use shared::store::dynamodb::{AdminError, DynamoStore};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
@@ -29,12 +28,6 @@ pub enum GatewayError {
     },
     #[error("{0}")]
     Invalid(String),
-}
-
-impl From<GatewayError> for AdminError {
-    fn from(error: GatewayError) -> Self {
-        AdminError::Invalid(error.to_string())
-    }
 }
 
 fn failed<E>(operation: &'static str) -> impl FnOnce(SdkError<E>) -> GatewayError
@@ -380,38 +373,4 @@ impl Gateway {
         }
         self.delete_own_plan(account_id).await
     }
-}
-
-/// Deletes an account (refused while it has agents: `DynamoStore::delete_account`) and then
-/// what it has at the gateway. Run again after a failure: both steps are idempotent. `false` when
-/// there was no such account.
-pub async fn delete_account(
-    store: &DynamoStore,
-    gateway: Option<&Gateway>,
-    account_id: &str,
-) -> Result<bool, AdminError> {
-    let existed = store.delete_account(account_id).await?;
-    if let Some(gateway) = gateway {
-        gateway.remove_account(account_id).await?;
-    }
-    Ok(existed)
-}
-
-/// Makes the gateway key of every account whose key is missing or in no plan, at the pace
-/// API Gateway allows; returns the accounts it changed.
-pub async fn sync_gateway(
-    store: &DynamoStore,
-    gateway: &Gateway,
-) -> Result<Vec<(String, AccountGateway)>, AdminError> {
-    let mut changed = Vec::new();
-    for account in store.list_accounts().await? {
-        let before = gateway.describe(&account.account_id).await?;
-        if before.is_some_and(|state| state.plan.is_some()) {
-            continue;
-        }
-        let state = gateway.ensure_account(&account.account_id).await?;
-        changed.push((account.account_id, state));
-        tokio::time::sleep(SWEEP_PACE).await;
-    }
-    Ok(changed)
 }

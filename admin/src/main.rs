@@ -11,11 +11,14 @@
 
 use std::process::ExitCode;
 
-use agent_hosting_admin::gateway::{self, AccountGateway, Gateway, Limits, Plan};
+use agent_hosting_admin::accounts;
+use agent_hosting_admin::error::AdminError;
+use agent_hosting_admin::gateway::{AccountGateway, Gateway, Limits, Plan};
 use clap::{Parser, Subcommand};
+use shared::account::{self, AccountError, AccountStore};
 use shared::auth::ApiKey;
 use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, DYNAMODB_ENDPOINT, LOGS_TABLE, TableNames};
-use shared::store::dynamodb::{AdminError, DynamoStore};
+use shared::store::dynamodb::DynamoStore;
 use shared::store::tables;
 
 #[derive(Parser)]
@@ -119,7 +122,7 @@ enum Command {
         max_messages: usize,
     },
     /// Upgrade the agents (and their log lines) of a store the first slice wrote, before agents
-    /// had versions and a deployment history, to this version's layout; idempotent (README,
+    /// had versions and a deployment history, to this version's layout; idempotent (docs/operations.md,
     /// Upgrading).
     MigrateFirstSlice,
 }
@@ -154,10 +157,9 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
     match cli.command {
         Command::CreateTables => {
             if cli.endpoint.is_none() {
-                return Err(AdminError::Invalid(
+                return Err(AdminError::Usage(
                     "create-tables is for a local endpoint (--endpoint or DYNAMODB_ENDPOINT); \
-                     on AWS, deploy template.yaml"
-                        .into(),
+                     on AWS, deploy template.yaml",
                 ));
             }
             for (name, created) in tables::create_all(&client, &tables).await? {
@@ -169,9 +171,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
         }
         Command::CreateAccount { account, namespace } => {
             let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
-            let account = store
-                .ensure_account_in(&account, namespace.as_deref())
-                .await?;
+            let account = account::ensure_account(&store, &account, namespace.as_deref()).await?;
             eprintln!(
                 "account {} namespace {}",
                 account.account_id, account.namespace
@@ -186,15 +186,14 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
         } => {
             let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
             if create_account {
-                let account = store
-                    .ensure_account_in(&account, namespace.as_deref())
-                    .await?;
+                let account =
+                    account::ensure_account(&store, &account, namespace.as_deref()).await?;
                 eprintln!(
                     "account {} namespace {}",
                     account.account_id, account.namespace
                 );
             }
-            let (key, record) = store.issue_key(&account).await?;
+            let (key, record) = account::issue_key(&store, &account).await?;
             ensure_gateway_key(gateway, &account).await?;
             eprintln!(
                 "issued key {} for account {} (namespace {}); it is shown once, store it now",
@@ -223,16 +222,12 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
         } => {
             match (key, account, key_id) {
                 (Some(key), _, _) => {
-                    let key = ApiKey::parse(key.trim())
-                        .map_err(|error| AdminError::Invalid(error.to_string()))?;
-                    store.revoke_key_text(&key).await?;
+                    account::revoke_key_text(&store, &ApiKey::parse(key.trim())?).await?;
                 }
-                (None, Some(account), Some(key_id)) => store.revoke_key(&account, &key_id).await?,
-                _ => {
-                    return Err(AdminError::Invalid(
-                        "give ACCOUNT KEY_ID or --key KEY".into(),
-                    ));
+                (None, Some(account), Some(key_id)) => {
+                    account::revoke_key(&store, &account, &key_id).await?;
                 }
+                _ => return Err(AdminError::Usage("give ACCOUNT KEY_ID or --key KEY")),
             }
             eprintln!("revoked; the gateway's authorizer cache forgets it within 60 seconds");
         }
@@ -244,7 +239,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
             store
                 .get_account(&account)
                 .await?
-                .ok_or_else(|| AdminError::NoAccount(account.clone()))?;
+                .ok_or_else(|| AccountError::NoAccount(account.clone()))?;
             let gateway = required(gateway)?;
             let state = gateway.set_limits(&account, Limits { rate, burst }).await?;
             println!("{}", describe(Some(&state)));
@@ -255,7 +250,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
         }
         Command::DeleteAccount { account } => {
             let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
-            if gateway::delete_account(&store, gateway, &account).await? {
+            if accounts::delete_account(&store, gateway, &account).await? {
                 println!("deleted account {account}");
             } else {
                 println!("no account {account} (nor anything of it at the gateway)");
@@ -263,7 +258,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
         }
         Command::SyncGateway => {
             let gateway = required(gateway)?;
-            for (account, state) in gateway::sync_gateway(&store, &gateway).await? {
+            for (account, state) in accounts::sync_gateway(&store, &gateway).await? {
                 println!("{account}\t{}", describe(Some(&state)));
             }
         }
@@ -283,8 +278,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                 max_messages,
                 300,
             )
-            .await
-            .map_err(|error| AdminError::Invalid(error.to_string()))?;
+            .await?;
             println!(
                 "replayed {} batches: {} lines stored, {} dropped (unknown agent {}, unknown deployment {}, unrecognised source {}, bad line {}, duplicate {})",
                 report.replayed,
@@ -304,7 +298,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                 println!("not replayed, left in the queue: {message_id}: {reason}");
             }
             if !report.not_replayed.is_empty() {
-                return Err(AdminError::Invalid(format!(
+                return Err(AdminError::Incomplete(format!(
                     "{} messages could not be replayed",
                     report.not_replayed.len()
                 )));
@@ -325,7 +319,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                 report.refused.len()
             );
             if !report.refused.is_empty() {
-                return Err(AdminError::Invalid(format!(
+                return Err(AdminError::Incomplete(format!(
                     "{} agents were not migrated",
                     report.refused.len()
                 )));
@@ -352,20 +346,17 @@ async fn gateway(cli: &Cli) -> Result<Option<Gateway>, AdminError> {
             )))
         }
         (None, None, None) => Ok(None),
-        _ => Err(AdminError::Invalid(
-            "give all three of --rest-api-id, --api-stage and --accounts-usage-plan".into(),
+        _ => Err(AdminError::Usage(
+            "give all three of --rest-api-id, --api-stage and --accounts-usage-plan",
         )),
     }
 }
 
 fn required(gateway: Option<Gateway>) -> Result<Gateway, AdminError> {
-    gateway.ok_or_else(|| {
-        AdminError::Invalid(
-            "this command needs the stack's gateway: --rest-api-id, --api-stage, \
-             --accounts-usage-plan"
-                .into(),
-        )
-    })
+    gateway.ok_or(AdminError::Usage(
+        "this command needs the stack's gateway: --rest-api-id, --api-stage, \
+         --accounts-usage-plan",
+    ))
 }
 
 /// The gateway an account change is made at. On AWS (no DynamoDB endpoint) it must be given,
@@ -376,11 +367,10 @@ fn account_gateway(
     without_gateway: bool,
 ) -> Result<Option<&Gateway>, AdminError> {
     match gateway {
-        None if !without_gateway => Err(AdminError::Invalid(
+        None if !without_gateway => Err(AdminError::Usage(
             "on AWS, give the stack's gateway (--rest-api-id, --api-stage, --accounts-usage-plan \
              or REST_API_ID, API_STAGE, ACCOUNTS_USAGE_PLAN_ID from its outputs), or \
-             --no-gateway"
-                .into(),
+             --no-gateway",
         )),
         gateway => Ok(gateway),
     }
@@ -442,8 +432,7 @@ async fn sqs_client(endpoint: Option<&str>) -> aws_sdk_sqs::Client {
 /// `eval "$(aws configure export-credentials --profile NAME --format env)"` first.)
 async fn client(endpoint: Option<&str>) -> Result<aws_sdk_dynamodb::Client, AdminError> {
     if endpoint.is_some() {
-        return shared::aws::dynamodb_client(endpoint)
-            .map_err(|missing| AdminError::Invalid(missing.to_string()));
+        return Ok(shared::aws::dynamodb_client(endpoint)?);
     }
     Ok(aws_sdk_dynamodb::Client::new(&operator_sdk_config().await))
 }

@@ -5,7 +5,7 @@
 //! Lambda's retries (the store unavailable or throttling past the SDK's retries) lands in the
 //! function's failure queue (template.yaml: `IngestLogsFailureQueue`) as Lambda's destination
 //! record, whose `requestPayload` is the subscription event itself. Each message is put through
-//! the ingest function's own code again and deleted once stored. A line's key is its timestamp
+//! the ingest function's own code (shared::logs::intake) again and deleted once stored. A line's key is its timestamp
 //! and event id, so a batch replayed twice (or replayed after a late success) is stored once.
 //! A message that is not such a record, or whose batch fails again, is left in the queue and
 //! reported.
@@ -14,10 +14,11 @@ use std::collections::HashSet;
 
 use aws_lambda_events::cloudwatch_logs::LogsEvent;
 use aws_sdk_sqs::Client;
-use ingest_logs::{IngestReport, KnownDeployments};
 use serde::Deserialize;
 use shared::agent::AgentStore;
+use shared::error::BoxError;
 use shared::logs::LogStore;
+use shared::logs::intake::{self, IngestReport, KnownDeployments};
 
 /// What a replay did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -32,8 +33,22 @@ pub struct ReplayReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    #[error("the failure queue could not be read: {0}")]
-    Queue(String),
+    /// An SQS call on the failure queue failed (the SDK's error as its source).
+    #[error("the failure queue: {operation} failed")]
+    Queue {
+        operation: &'static str,
+        #[source]
+        source: BoxError,
+    },
+}
+
+fn queue_failed<E: std::error::Error + Send + Sync + 'static>(
+    operation: &'static str,
+) -> impl FnOnce(E) -> ReplayError {
+    move |error| ReplayError::Queue {
+        operation,
+        source: Box::new(error),
+    }
 }
 
 /// Lambda's destination record; only the request payload is replayed.
@@ -69,9 +84,7 @@ pub async fn replay_ingest_failures<A: AgentStore, L: LogStore>(
             .wait_time_seconds(1)
             .send()
             .await
-            .map_err(|error| {
-                ReplayError::Queue(aws_sdk_sqs::error::DisplayErrorContext(error).to_string())
-            })?;
+            .map_err(queue_failed("ReceiveMessage"))?;
         let messages = received.messages.unwrap_or_default();
         if messages.is_empty() {
             break;
@@ -92,7 +105,7 @@ pub async fn replay_ingest_failures<A: AgentStore, L: LogStore>(
                     continue;
                 }
             };
-            match ingest_logs::ingest(agents, logs, &known, retention_days, data).await {
+            match intake::ingest(agents, logs, &known, retention_days, data).await {
                 Ok(ingested) => {
                     report.ingested += &ingested;
                     if let Some(handle) = &message.receipt_handle {
@@ -101,11 +114,7 @@ pub async fn replay_ingest_failures<A: AgentStore, L: LogStore>(
                             .receipt_handle(handle)
                             .send()
                             .await
-                            .map_err(|error| {
-                                ReplayError::Queue(
-                                    aws_sdk_sqs::error::DisplayErrorContext(error).to_string(),
-                                )
-                            })?;
+                            .map_err(queue_failed("DeleteMessage"))?;
                     }
                     report.replayed += 1;
                 }

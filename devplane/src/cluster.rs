@@ -13,7 +13,7 @@ use serde_json::Value;
 use shared::agent::{DeploymentError, DeploymentState, StatusReport};
 use time::OffsetDateTime;
 
-/// The tag that makes the simulation fail a deployment (documented in the README).
+/// The tag that makes the simulation fail a deployment (the README's walkthrough uses it).
 pub const FAILING_TAG_SUFFIX: &str = "-fail";
 
 /// A report to send `after` a delay.

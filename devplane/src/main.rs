@@ -41,7 +41,7 @@ struct Cli {
     #[arg(long, default_value_t = 2000)]
     ready_after_ms: u64,
     /// Reports sent at once, at most; the rest wait their turn. cargo lambda watch stops
-    /// answering every route once one function has 100 invocations waiting (README), and a
+    /// answering every route once one function has 100 invocations waiting (docs/testing.md), and a
     /// cluster's controller paces what it sends as well.
     #[arg(long, env = "DEV_MAX_IN_FLIGHT", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     max_in_flight: u16,

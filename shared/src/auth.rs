@@ -175,23 +175,26 @@ pub fn bearer_key(headers: &HeaderMap) -> Option<ApiKey> {
     ApiKey::parse(key).ok()
 }
 
-/// The one check of a key: well-formed, known, not revoked. Every failure is the same 401.
+/// The one check of a key: well-formed, known, not revoked. `None` for every refusal alike (no
+/// header, a malformed, unknown or revoked key); an error only when the store could not say.
 pub async fn authenticate<K: KeyStore>(
     headers: &HeaderMap,
     keys: &K,
-) -> Result<Principal, ApiError> {
-    let key = bearer_key(headers).ok_or(ApiError::Unauthorized)?;
-    match keys.find_key(&key.hash()).await? {
-        Some(record) if record.revoked_at.is_none() => Ok(Principal {
+) -> Result<Option<Principal>, StoreError> {
+    let Some(key) = bearer_key(headers) else {
+        return Ok(None);
+    };
+    Ok(match keys.find_key(&key.hash()).await? {
+        Some(record) if record.revoked_at.is_none() => Some(Principal {
             account_id: record.account_id,
             namespace: record.namespace,
         }),
         Some(record) => {
             tracing::info!(key_id = %record.key_id, "revoked API key refused");
-            Err(ApiError::Unauthorized)
+            None
         }
-        None => Err(ApiError::Unauthorized),
-    }
+        None => None,
+    })
 }
 
 /// The principal the gateway's authorizer put into the request context, if any. Only the REST
@@ -219,7 +222,9 @@ pub async fn caller<K: KeyStore>(
     use lambda_http::RequestExt;
     match principal_from_context(request.request_context_ref()) {
         Some(principal) => Ok(principal),
-        None => authenticate(request.headers(), keys).await,
+        None => authenticate(request.headers(), keys)
+            .await?
+            .ok_or(ApiError::Unauthorized),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use aws_smithy_types::error::display::DisplayErrorContext;
 use http::header::{ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 
@@ -82,10 +82,10 @@ pub mod allow {
 /// path's `Allow` (one of [`allow`]) rather than a 404.
 pub fn require_method(
     request: &Request,
-    method: &str,
+    method: Method,
     allow: &'static str,
 ) -> Result<(), ApiError> {
-    if request.method().as_str() == method {
+    if *request.method() == method {
         Ok(())
     } else {
         Err(ApiError::MethodNotAllowed { allow })
@@ -103,33 +103,51 @@ pub fn if_match(request: &Request) -> Option<crate::agent::lifecycle::IfMatch> {
     (!values.is_empty()).then(|| crate::agent::lifecycle::IfMatch::parse(&values.join(",")))
 }
 
-/// The agent object with its `ETag`.
-pub fn agent_response(status: StatusCode, agent: &crate::agent::AgentRecord) -> Response<Body> {
-    match serde_json::to_vec(&agent.view()) {
-        Ok(body) => with_etag(json_bytes_response(status, body), &agent.etag()),
-        Err(error) => error_response(&ApiError::internal(error)),
+/// A handler's successful result, turned into its response; every handler ends in [`respond`].
+pub trait Reply {
+    fn into_response(self) -> Response<Body>;
+}
+
+/// A JSON body answered 200.
+#[derive(Debug)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> Reply for Json<T> {
+    fn into_response(self) -> Response<Body> {
+        json_response(StatusCode::OK, &self.0)
+    }
+}
+
+/// The agent object, 200 with its `ETag`.
+impl Reply for crate::agent::AgentRecord {
+    fn into_response(self) -> Response<Body> {
+        match serde_json::to_vec(&self.view()) {
+            Ok(body) => with_etag(json_bytes_response(StatusCode::OK, body), &self.etag()),
+            Err(error) => error_response(&ApiError::internal(error)),
+        }
     }
 }
 
 /// The answer of a create or an update: the agent as written, with its `ETag`; or the first
 /// answer to the request's `Idempotency-Key`, replayed byte for byte and marked so.
-pub fn write_response(
-    status: StatusCode,
-    answer: crate::agent::lifecycle::Answer,
-) -> Response<Body> {
-    use crate::agent::lifecycle::Answer;
-    match answer {
-        Answer::Agent { agent, body } => {
-            with_etag(json_bytes_response(status, body), &agent.etag())
-        }
-        Answer::Replayed { status, body } => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-            let mut response = json_bytes_response(status, body.into_bytes());
-            response.headers_mut().insert(
-                crate::idempotency::REPLAYED_HEADER,
-                HeaderValue::from_static("true"),
-            );
-            response
+impl Reply for crate::agent::lifecycle::Answer {
+    fn into_response(self) -> Response<Body> {
+        use crate::agent::lifecycle::Answer;
+        match self {
+            Answer::Agent {
+                status,
+                agent,
+                body,
+            } => with_etag(json_bytes_response(status, body), &agent.etag()),
+            Answer::Replayed { status, body } => {
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+                let mut response = json_bytes_response(status, body.into_bytes());
+                response.headers_mut().insert(
+                    crate::idempotency::REPLAYED_HEADER,
+                    HeaderValue::from_static("true"),
+                );
+                response
+            }
         }
     }
 }
@@ -148,7 +166,7 @@ fn with_etag(mut response: Response<Body>, etag: &str) -> Response<Body> {
 pub async fn agent_route<K: crate::auth::KeyStore>(
     request: &Request,
     keys: &K,
-    method: &str,
+    method: Method,
     allow: &'static str,
 ) -> Result<(crate::auth::Principal, String), ApiError> {
     let caller = crate::auth::caller(request, keys).await?;
@@ -180,9 +198,9 @@ pub fn agent_name(request: &Request) -> Option<String> {
 }
 
 /// The response for a handler's result.
-pub fn respond<T: Serialize>(result: Result<(StatusCode, T), ApiError>) -> Response<Body> {
+pub fn respond<T: Reply>(result: Result<T, ApiError>) -> Response<Body> {
     match result {
-        Ok((status, body)) => json_response(status, &body),
+        Ok(reply) => reply.into_response(),
         Err(error) => error_response(&error),
     }
 }

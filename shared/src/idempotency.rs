@@ -150,6 +150,12 @@ impl IdempotencyRecord {
         self.expires_at > now_unix
     }
 
+    /// Whether this stored record keeps `new`, a record of the same key, from being written: it
+    /// is still live when `new` is written (the DynamoDB adapter's condition states the same).
+    pub fn holds_off(&self, new: &IdempotencyRecord) -> bool {
+        self.is_live(new.written_at())
+    }
+
     /// The answer to a request that reuses this record's key with a body of `fingerprint`.
     pub fn replay_for(&self, fingerprint: &str) -> Result<(u16, &str), ApiError> {
         if self.fingerprint == fingerprint {

@@ -7,6 +7,7 @@
 //! `store` only implements them (DynamoDB, and an in-memory fake for tests); `http` is the only
 //! place that turns results into responses.
 
+pub mod account;
 pub mod agent;
 pub mod auth;
 pub mod aws;

@@ -133,6 +133,15 @@ impl<T> Member<T> {
         }
     }
 
+    /// The given value checked and converted by `f`; absent and `null` stay as they are.
+    pub fn try_map<U, E>(self, f: impl FnOnce(T) -> Result<U, E>) -> Result<Member<U>, E> {
+        Ok(match self {
+            Member::Absent => Member::Absent,
+            Member::Null => Member::Null,
+            Member::Given(value) => Member::Given(f(value)?),
+        })
+    }
+
     /// The value after this change: `current` when absent, `default` when `null`.
     pub fn apply(self, current: T, default: T) -> T {
         match self {

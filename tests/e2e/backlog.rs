@@ -21,7 +21,7 @@ use shared::auth::ApiKey;
 const BURST: usize = 300;
 const WHILE_DOWN: usize = 20;
 /// Creates in flight at once: a client's pool, far under the 100 invocations of one function
-/// that cargo lambda watch can hold before it stops every route (README).
+/// that cargo lambda watch can hold before it stops every route (docs/testing.md).
 const CLIENT_CONCURRENCY: usize = 16;
 /// A request that waits longer than this means the API stopped answering.
 const HANG: Duration = Duration::from_secs(5);

@@ -8,6 +8,8 @@
 //! subscription batches sent to the stack's Lambda Invoke API); accounts and keys are made and
 //! revoked in the stack's tables, as the operator command does.
 
+mod walkthrough;
+
 use integration_tests::stack::{Answer, Denial, Stack, bearer};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -612,7 +614,9 @@ async fn missing_malformed_unknown_and_revoked_keys_are_refused_on_every_route()
     // A revoked key stops working (the gateway on AWS caches a verdict for up to 60 s; sam
     // local and the functions check every request).
     assert_eq!(stack.logs(&key, "guarded", &[]).await.status, 200);
-    stack.store.revoke_key_text(&key).await.unwrap();
+    shared::account::revoke_key_text(&stack.store, &key)
+        .await
+        .unwrap();
     let create = stack.create(&key, &agent_body("after-revoke")).await;
     assert_denied(
         &stack,

@@ -1,4 +1,4 @@
-//! Every fixture in events/ through `sam local invoke`, as the README shows it: the function of
+//! Every fixture in events/ through `sam local invoke`, as docs/fixtures.md shows it: the function of
 //! the template that the fixture is for, in its container, on tables of its own in the stack's
 //! DynamoDB Local; each answer checked (status and code, the authorizer's verdict, the lines
 //! stored). `scripts/e2e.sh sam invoke` builds the functions and runs this file; `make test`
@@ -363,8 +363,12 @@ fn every_fixture_answers_as_expected_through_sam_local_invoke() {
 
     // The authorizer allows a key that is issued, with its account in the context.
     let (key, _) = runtime.block_on(async {
-        store.ensure_account("invoke-acme").await.unwrap();
-        store.issue_key("invoke-acme").await.unwrap()
+        shared::account::ensure_account(&store, "invoke-acme", None)
+            .await
+            .unwrap();
+        shared::account::issue_key(&store, "invoke-acme")
+            .await
+            .unwrap()
     });
     let mut event: Value = serde_json::from_str(
         &std::fs::read_to_string(workspace().join("events/authorizer.json")).unwrap(),

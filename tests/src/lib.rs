@@ -71,8 +71,12 @@ impl TestStore {
 
     /// A new account with a key, as the operator command makes them.
     pub async fn account_with_key(&self, account_id: &str) -> (Principal, ApiKey) {
-        let account = self.store.ensure_account(account_id).await.unwrap();
-        let (key, _) = self.store.issue_key(account_id).await.unwrap();
+        let account = shared::account::ensure_account(&self.store, account_id, None)
+            .await
+            .unwrap();
+        let (key, _) = shared::account::issue_key(&self.store, account_id)
+            .await
+            .unwrap();
         (
             Principal {
                 account_id: account.account_id,
@@ -339,11 +343,11 @@ pub async fn ingest(
     store: &TestStore,
     retention_days: u32,
     data: aws_lambda_events::cloudwatch_logs::LogData,
-) -> ingest_logs::IngestReport {
-    ingest_logs::ingest(
+) -> shared::logs::intake::IngestReport {
+    shared::logs::intake::ingest(
         &store.store,
         &store.store,
-        &ingest_logs::KnownDeployments::default(),
+        &shared::logs::intake::KnownDeployments::default(),
         retention_days,
         data,
     )

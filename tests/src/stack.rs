@@ -150,8 +150,10 @@ impl Stack {
             "e2e-{name}-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
-        let account = self.store.ensure_account(&id).await.unwrap();
-        let (key, _) = self.store.issue_key(&id).await.unwrap();
+        let account = shared::account::ensure_account(&self.store, &id, None)
+            .await
+            .unwrap();
+        let (key, _) = shared::account::issue_key(&self.store, &id).await.unwrap();
         (
             Principal {
                 account_id: account.account_id,

@@ -14,14 +14,18 @@ async fn an_issued_key_is_allowed_until_it_is_revoked() {
     assert_eq!(allowed.context["accountId"], "acme");
     assert_eq!(allowed.context["namespace"], caller.namespace.as_str());
 
-    store.store.revoke_key_text(&key).await.unwrap();
+    shared::account::revoke_key_text(&store.store, &key)
+        .await
+        .unwrap();
     let denied = authorizer::authorize(&store.store, authorizer_event(&bearer(&key)))
         .await
         .unwrap();
     assert!(!denied.is_allowed());
     assert!(denied.context.is_empty());
 
-    let keys = store.store.list_keys("acme").await.unwrap();
+    let keys = shared::account::AccountStore::list_keys(&store.store, "acme")
+        .await
+        .unwrap();
     assert_eq!(keys.len(), 1);
     assert!(keys[0].revoked_at.is_some());
 }
@@ -46,17 +50,19 @@ async fn unknown_and_malformed_headers_are_denied() {
 #[tokio::test]
 async fn accounts_are_idempotent_and_namespaces_unique() {
     let store = TestStore::new().await;
-    let first = store.store.ensure_account("acme").await.unwrap();
-    let again = store.store.ensure_account("acme").await.unwrap();
+    let first = shared::account::ensure_account(&store.store, "acme", None)
+        .await
+        .unwrap();
+    let again = shared::account::ensure_account(&store.store, "acme", None)
+        .await
+        .unwrap();
     assert_eq!(
         first, again,
         "creating an existing account returns it unchanged"
     );
     let mut namespaces = std::collections::HashSet::from([first.namespace.clone()]);
     for index in 0..20 {
-        let account = store
-            .store
-            .ensure_account(&format!("team-{index}"))
+        let account = shared::account::ensure_account(&store.store, &format!("team-{index}"), None)
             .await
             .unwrap();
         assert!(shared::validation::is_dns_label(&account.namespace));
@@ -65,9 +71,15 @@ async fn accounts_are_idempotent_and_namespaces_unique() {
             "namespaces are unique"
         );
     }
-    assert!(store.store.ensure_account("Not Valid").await.is_err());
     assert!(
-        store.store.issue_key("nobody").await.is_err(),
+        shared::account::ensure_account(&store.store, "Not Valid", None)
+            .await
+            .is_err()
+    );
+    assert!(
+        shared::account::issue_key(&store.store, "nobody")
+            .await
+            .is_err(),
         "keys only for existing accounts"
     );
 }

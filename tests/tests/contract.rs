@@ -179,7 +179,7 @@ fn routes_agree_across_router_template_and_openapi() {
 }
 
 /// Every gateway event in events/ is the REST API's (payload 1.0) request of a template route:
-/// its resource and method, never an `ANY` the template no longer has, so that what the fixtures
+/// its resource and method as a route of the template declares them, so that what the fixtures
 /// show is what the deployed gateway sends. The payload 2.0 events are what `cargo lambda watch`
 /// and function URLs send: no authorizer context, the function checks the key.
 #[test]

@@ -251,10 +251,10 @@ async fn missing_malformed_unknown_and_revoked_keys_are_401() {
     };
     let unknown = shared::auth::ApiKey::generate();
     let revoked = {
-        let (revoked, record) = store.store.issue_key("acme").await.unwrap();
-        store
-            .store
-            .revoke_key("acme", &record.key_id)
+        let (revoked, record) = shared::account::issue_key(&store.store, "acme")
+            .await
+            .unwrap();
+        shared::account::revoke_key(&store.store, "acme", &record.key_id)
             .await
             .unwrap();
         revoked

@@ -1,4 +1,4 @@
-//! Upgrading a store the first slice wrote (README, Upgrading): its items, written here as that
+//! Upgrading a store the first slice wrote (docs/operations.md, Upgrading): its items, written here as that
 //! version wrote them, are unreadable by this version until `migrate-first-slice` moves them to
 //! this layout; then the agent reads, updates and shows its log lines as if created here, and a
 //! second run changes nothing. On DynamoDB Local.

@@ -7,7 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use agent_hosting_admin::gateway::{self, Gateway, Limits, Plan};
+use agent_hosting_admin::accounts;
+use agent_hosting_admin::gateway::{Gateway, Limits, Plan};
 use aws_sdk_apigateway::Client;
 use aws_sdk_apigateway::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_apigateway::config::{ConfigBag, Intercept, RuntimeComponents};
@@ -15,6 +16,7 @@ use aws_sdk_apigateway::error::BoxError;
 use aws_sdk_apigateway::types::{ApiStage, ThrottleSettings, UsagePlan};
 use integration_tests::emulators::Moto;
 use integration_tests::{TestStore, create_named_agent};
+use shared::account::AccountStore;
 use shared::auth::usage_plan_key_value;
 
 const STAGE: &str = "dev";
@@ -197,7 +199,9 @@ async fn an_account_gets_one_enabled_key_in_the_default_plan_with_the_value_the_
     let stack = Stack::deploy(&moto).await;
     let store = TestStore::new().await;
     let gateway = stack.gateway();
-    store.store.ensure_account("acme").await.unwrap();
+    shared::account::ensure_account(&store.store, "acme", None)
+        .await
+        .unwrap();
 
     let state = gateway.ensure_account("acme").await.unwrap();
     assert_eq!(state.plan, Some(Plan::Default));
@@ -233,7 +237,9 @@ async fn set_limits_gives_the_account_its_own_plan_and_reset_limits_takes_it_bac
     let store = TestStore::new().await;
     let gateway = stack.gateway();
     for account in ["acme", "bob"] {
-        store.store.ensure_account(account).await.unwrap();
+        shared::account::ensure_account(&store.store, account, None)
+            .await
+            .unwrap();
     }
     let bob = gateway.ensure_account("bob").await.unwrap();
 
@@ -330,14 +336,15 @@ async fn an_account_with_agents_is_not_deleted_one_without_is_removed_everywhere
     let (acme, acme_key) = store.account_with_key("acme").await;
     gateway.ensure_account("acme").await.unwrap();
     create_named_agent(&store, &acme_key, "support-bot").await;
-    let refused = gateway::delete_account(&store.store, Some(&gateway), "acme").await;
+    let refused = accounts::delete_account(&store.store, Some(&gateway), "acme").await;
     assert!(refused.is_err(), "acme still has an agent");
     assert!(store.store.get_account("acme").await.unwrap().is_some());
     assert!(gateway.describe("acme").await.unwrap().is_some());
     assert!(
         shared::auth::authenticate(&bearer_headers(&acme_key), &store.store)
             .await
-            .is_ok(),
+            .unwrap()
+            .is_some(),
         "acme's key still works"
     );
 
@@ -348,7 +355,7 @@ async fn an_account_with_agents_is_not_deleted_one_without_is_removed_everywhere
         .unwrap();
     stack.requests.take();
     assert!(
-        gateway::delete_account(&store.store, Some(&gateway), "bob")
+        accounts::delete_account(&store.store, Some(&gateway), "bob")
             .await
             .unwrap()
     );
@@ -372,7 +379,8 @@ async fn an_account_with_agents_is_not_deleted_one_without_is_removed_everywhere
     assert!(
         shared::auth::authenticate(&bearer_headers(&bob_key), &store.store)
             .await
-            .is_err(),
+            .unwrap()
+            .is_none(),
         "bob's key no longer authenticates"
     );
     assert_eq!(gateway.describe("bob").await.unwrap(), None);
@@ -380,15 +388,13 @@ async fn an_account_with_agents_is_not_deleted_one_without_is_removed_everywhere
     assert_eq!(stack.plan_names().await, ["accounts"], "bob's plan is gone");
     // His namespace is never another account's.
     assert!(
-        store
-            .store
-            .ensure_account_in("carol", Some(&bob.namespace))
+        shared::account::ensure_account(&store.store, "carol", Some(&bob.namespace))
             .await
             .is_err()
     );
     // Deleting again is harmless; acme is untouched.
     assert!(
-        !gateway::delete_account(&store.store, Some(&gateway), "bob")
+        !accounts::delete_account(&store.store, Some(&gateway), "bob")
             .await
             .unwrap()
     );
@@ -413,7 +419,9 @@ async fn sync_gateway_gives_every_account_made_without_the_gateway_its_key() {
     let store = TestStore::new().await;
     let gateway = stack.gateway();
     for account in ["acme", "bob", "carol"] {
-        store.store.ensure_account(account).await.unwrap();
+        shared::account::ensure_account(&store.store, account, None)
+            .await
+            .unwrap();
     }
     gateway.ensure_account("acme").await.unwrap();
     gateway
@@ -421,7 +429,9 @@ async fn sync_gateway_gives_every_account_made_without_the_gateway_its_key() {
         .await
         .unwrap();
 
-    let changed = gateway::sync_gateway(&store.store, &gateway).await.unwrap();
+    let changed = accounts::sync_gateway(&store.store, &gateway)
+        .await
+        .unwrap();
     let names: Vec<&str> = changed
         .iter()
         .map(|(account, _)| account.as_str())
@@ -436,7 +446,7 @@ async fn sync_gateway_gives_every_account_made_without_the_gateway_its_key() {
         Some(Plan::Own { .. })
     ));
     assert!(
-        gateway::sync_gateway(&store.store, &gateway)
+        accounts::sync_gateway(&store.store, &gateway)
             .await
             .unwrap()
             .is_empty()

@@ -172,10 +172,10 @@ async fn a_batch_failed_while_the_store_was_down_is_readable_exactly_once_after_
     let ingest = {
         let (data, dynamo) = (data.clone(), store.store.clone());
         tokio::spawn(async move {
-            ingest_logs::ingest(
+            shared::logs::intake::ingest(
                 &dynamo,
                 &dynamo,
-                &ingest_logs::KnownDeployments::default(),
+                &shared::logs::intake::KnownDeployments::default(),
                 RETENTION_DAYS,
                 data,
             )

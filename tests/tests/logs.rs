@@ -29,7 +29,7 @@ async fn create_agent(store: &TestStore, key: &ApiKey, name: &str) -> String {
 async fn ingest(
     store: &TestStore,
     data: aws_lambda_events::cloudwatch_logs::LogData,
-) -> ingest_logs::IngestReport {
+) -> shared::logs::intake::IngestReport {
     integration_tests::ingest(store, RETENTION_DAYS, data).await
 }
 

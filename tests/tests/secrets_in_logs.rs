@@ -35,7 +35,9 @@ async fn keys_never_appear_in_any_log_line() {
     let store = TestStore::new().await;
     let (_, key) = store.account_with_key("acme").await;
     let (_, revoked) = store.account_with_key("other").await;
-    store.store.revoke_key_text(&revoked).await.unwrap();
+    shared::account::revoke_key_text(&store.store, &revoked)
+        .await
+        .unwrap();
 
     // Authorizer: allowed, and denied (revoked).
     for (candidate, allowed) in [(&key, true), (&revoked, false)] {

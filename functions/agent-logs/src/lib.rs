@@ -2,13 +2,13 @@
 //! total (contract section 4). The reading strategy and its cost bounds are in
 //! `shared::logs::read`.
 
-use lambda_http::http::StatusCode;
+use lambda_http::http::Method;
 use lambda_http::{Body, Request, RequestExt, Response};
 use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::KeyStore;
 use shared::cursor::CursorKey;
-use shared::http::allow;
+use shared::http::{Json, allow};
 use shared::logs::{self, LogFilter, LogQuery, LogStore, LogsPage};
 
 /// Settings read once at cold start.
@@ -36,8 +36,9 @@ async fn agent_logs<A: AgentStore, L: LogStore, K: KeyStore>(
     keys: &K,
     settings: Settings,
     request: &Request,
-) -> Result<(StatusCode, LogsPage), ApiError> {
-    let (caller, name) = shared::http::agent_route(request, keys, "GET", allow::AGENT_LOGS).await?;
+) -> Result<Json<LogsPage>, ApiError> {
+    let (caller, name) =
+        shared::http::agent_route(request, keys, Method::GET, allow::AGENT_LOGS).await?;
 
     let params = request.query_string_parameters_ref();
     let query = LogQuery::from_params(params.into_iter().flat_map(|params| params.iter()))?;
@@ -56,11 +57,11 @@ async fn agent_logs<A: AgentStore, L: LogStore, K: KeyStore>(
     let (page, cost) = logs::read(logs, &filter, &query, &settings.cursor_key).await?;
     tracing::info!(
         returned = page.logs.len(),
-        page_items_read = cost.page_items_read,
-        total_items_read = cost.total_items_read,
+        page_lines_read = cost.page_lines_read,
+        total_lines_read = cost.total_lines_read,
         "logs read"
     );
-    Ok((StatusCode::OK, page))
+    Ok(Json(page))
 }
 
 #[cfg(test)]
@@ -69,6 +70,7 @@ mod tests {
     //! `dev-local` and its `demo-agent`). tests/ runs it against DynamoDB Local.
 
     use super::*;
+    use lambda_http::http::StatusCode;
     use serde_json::Value;
     use shared::logs::LogLine;
     use shared::store::memory::MemoryStore;

@@ -13,8 +13,8 @@ use aws_lambda_events::apigw::{
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use serde::Serialize;
 use serde_json::Value;
+use shared::StoreError;
 use shared::auth::{self, CONTEXT_ACCOUNT_ID, CONTEXT_NAMESPACE, KeyStore};
-use shared::{ApiError, StoreError};
 
 /// What a REST API authorizer returns. Not aws_lambda_events' type: that one writes
 /// `"usageIdentifierKey": null` on a denial, which the gateway need not accept.
@@ -87,8 +87,8 @@ pub async fn authorize<K: KeyStore>(
         tracing::warn!("request without a method ARN or API id denied");
         return Ok(denied("*".to_owned()));
     };
-    match auth::authenticate(&event.headers, keys).await {
-        Ok(principal) => Ok(AuthorizerResponse {
+    match auth::authenticate(&event.headers, keys).await? {
+        Some(principal) => Ok(AuthorizerResponse {
             usage_identifier_key: Some(auth::usage_plan_key_value(api_id, &principal.account_id)),
             principal_id: principal.account_id.clone(),
             policy_document: policy(IamPolicyEffect::Allow, resource),
@@ -103,9 +103,7 @@ pub async fn authorize<K: KeyStore>(
                 ),
             ]),
         }),
-        Err(ApiError::Unavailable(error)) => Err(error),
-        Err(ApiError::Internal(error)) => Err(StoreError::Unexpected(error)),
-        Err(_) => {
+        None => {
             tracing::info!("request denied");
             Ok(denied(resource))
         }

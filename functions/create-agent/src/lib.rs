@@ -3,7 +3,7 @@
 //! 3). With an `Idempotency-Key`, a retry of the same body within 24 hours gets the first answer
 //! again.
 
-use lambda_http::http::StatusCode;
+use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::lifecycle::{self, Answer, Idempotent};
@@ -18,10 +18,7 @@ pub async fn handle<A: AgentStore, K: KeyStore>(
     keys: &K,
     request: Request,
 ) -> Response<Body> {
-    match create_agent(agents, keys, &request).await {
-        Ok(answer) => shared::http::write_response(StatusCode::CREATED, answer),
-        Err(error) => shared::http::error_response(&error),
-    }
+    shared::http::respond(create_agent(agents, keys, &request).await)
 }
 
 #[tracing::instrument(skip_all, fields(namespace, agent, idempotent))]
@@ -32,7 +29,7 @@ async fn create_agent<A: AgentStore, K: KeyStore>(
 ) -> Result<Answer, ApiError> {
     // Who is asking comes first: an unauthenticated caller learns nothing about the body rules.
     let caller = auth::caller(request, keys).await?;
-    shared::http::require_method(request, "POST", allow::AGENTS)?;
+    shared::http::require_method(request, Method::POST, allow::AGENTS)?;
     let span = tracing::Span::current();
     span.record("namespace", caller.namespace.as_str());
     let key = IdempotencyKey::from_headers(request.headers())?;
@@ -57,6 +54,7 @@ mod tests {
 
     use super::*;
     use lambda_http::http::HeaderValue;
+    use lambda_http::http::StatusCode;
     use serde_json::{Value, json};
     use shared::auth::Principal;
     use shared::store::memory::MemoryStore;

@@ -2,13 +2,13 @@
 //! `{"status": "OK"}` (contract section 6). Its log lines belong to its service, which nothing
 //! reaches any more: they expire by retention (docs/logs.md).
 
-use lambda_http::http::StatusCode;
+use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use shared::ApiError;
 use shared::agent::{AgentStore, lifecycle};
 use shared::auth::KeyStore;
-use shared::http::allow;
+use shared::http::{Json, allow};
 
 /// The answer to a delete.
 #[derive(Debug, Serialize)]
@@ -29,10 +29,11 @@ async fn delete_agent<A: AgentStore, K: KeyStore>(
     agents: &A,
     keys: &K,
     request: &Request,
-) -> Result<(StatusCode, Deleted), ApiError> {
-    let (caller, name) = shared::http::agent_route(request, keys, "DELETE", allow::AGENT).await?;
+) -> Result<Json<Deleted>, ApiError> {
+    let (caller, name) =
+        shared::http::agent_route(request, keys, Method::DELETE, allow::AGENT).await?;
     lifecycle::delete(agents, &caller, &name).await?;
-    Ok((StatusCode::OK, Deleted { status: "OK" }))
+    Ok(Json(Deleted { status: "OK" }))
 }
 
 #[cfg(test)]
@@ -41,6 +42,7 @@ mod tests {
     //! DynamoDB Local.
 
     use super::*;
+    use lambda_http::http::StatusCode;
     use serde_json::{Value, json};
     use shared::store::memory::MemoryStore;
     use shared::testing::seed_fixture_agents;

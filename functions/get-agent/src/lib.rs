@@ -2,7 +2,7 @@
 //! its ETag (contract section 6). Other methods of the path that no other function serves get a
 //! 405 here.
 
-use lambda_http::http::StatusCode;
+use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::{AgentRecord, AgentStore};
@@ -14,10 +14,7 @@ pub async fn handle<A: AgentStore, K: KeyStore>(
     keys: &K,
     request: Request,
 ) -> Response<Body> {
-    match get_agent(agents, keys, &request).await {
-        Ok(agent) => shared::http::agent_response(StatusCode::OK, &agent),
-        Err(error) => shared::http::error_response(&error),
-    }
+    shared::http::respond(get_agent(agents, keys, &request).await)
 }
 
 #[tracing::instrument(skip_all, fields(namespace, agent))]
@@ -26,7 +23,8 @@ async fn get_agent<A: AgentStore, K: KeyStore>(
     keys: &K,
     request: &Request,
 ) -> Result<AgentRecord, ApiError> {
-    let (caller, name) = shared::http::agent_route(request, keys, "GET", allow::AGENT).await?;
+    let (caller, name) =
+        shared::http::agent_route(request, keys, Method::GET, allow::AGENT).await?;
     agents
         .get_agent(&caller.namespace, &name)
         .await?
@@ -39,6 +37,7 @@ mod tests {
     //! DynamoDB Local.
 
     use super::*;
+    use lambda_http::http::StatusCode;
     use serde_json::Value;
     use shared::testing::DEMO_DEPLOYMENT_ID;
 

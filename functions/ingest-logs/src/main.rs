@@ -1,10 +1,10 @@
 //! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
 
 use aws_lambda_events::cloudwatch_logs::LogsEvent;
-use ingest_logs::KnownDeployments;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use shared::config::{AGENTS_TABLE, LOGS_TABLE};
 use shared::error::DisplayErrorContext;
+use shared::logs::intake::KnownDeployments;
 use shared::store::dynamodb::DynamoStore;
 
 // Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one
@@ -17,7 +17,7 @@ async fn main() -> Result<(), Error> {
     let known = KnownDeployments::default();
     let (store, known) = (&store, &known);
     run(service_fn(move |event: LambdaEvent<LogsEvent>| async move {
-        ingest_logs::ingest(store, store, known, retention_days, event.payload.aws_logs.data)
+        ingest_logs::handle(store, store, known, retention_days, event.payload)
             .await
             .map_err(|error| {
                 tracing::error!(error = %DisplayErrorContext(&error), "batch not stored; Lambda will retry it");

@@ -1,14 +1,14 @@
 //! GET /v1/agents: the caller's agents by name, `limit` (1 to 100, default 100) at a time, with
 //! `nextCursor` when more follow (contract section 6), signed as every route's cursors are.
 
-use lambda_http::http::StatusCode;
+use lambda_http::http::Method;
 use lambda_http::{Body, Request, RequestExt, Response};
 use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::agent::listing::{self, AgentList, ListQuery};
 use shared::auth::{self, KeyStore};
 use shared::cursor::CursorKey;
-use shared::http::allow;
+use shared::http::{Json, allow};
 
 pub async fn handle<A: AgentStore, K: KeyStore>(
     agents: &A,
@@ -25,9 +25,9 @@ async fn list_agents<A: AgentStore, K: KeyStore>(
     keys: &K,
     cursor_key: &CursorKey,
     request: &Request,
-) -> Result<(StatusCode, AgentList), ApiError> {
+) -> Result<Json<AgentList>, ApiError> {
     let caller = auth::caller(request, keys).await?;
-    shared::http::require_method(request, "GET", allow::AGENTS)?;
+    shared::http::require_method(request, Method::GET, allow::AGENTS)?;
     tracing::Span::current().record("namespace", caller.namespace.as_str());
     let params = request.query_string_parameters_ref();
     let query = ListQuery::from_params(
@@ -36,7 +36,7 @@ async fn list_agents<A: AgentStore, K: KeyStore>(
         &caller.namespace,
     )?;
     let list = listing::list(agents, &caller.namespace, &query, cursor_key).await?;
-    Ok((StatusCode::OK, list))
+    Ok(Json(list))
 }
 
 #[cfg(test)]
@@ -45,6 +45,7 @@ mod tests {
     //! DynamoDB Local.
 
     use super::*;
+    use lambda_http::http::StatusCode;
     use serde_json::Value;
     use shared::store::memory::MemoryStore;
     use shared::testing::seed_fixture_agents;

@@ -4,7 +4,7 @@
 //! deployment's, nothing written when it does not; 200 with the agent and its ETag either way.
 //! `If-Match` makes it conditional (412); `Idempotency-Key` works as on create.
 
-use lambda_http::http::StatusCode;
+use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::lifecycle::{self, Answer, Idempotent};
@@ -18,10 +18,7 @@ pub async fn handle<A: AgentStore, K: KeyStore>(
     keys: &K,
     request: Request,
 ) -> Response<Body> {
-    match update_agent(agents, keys, &request).await {
-        Ok(answer) => shared::http::write_response(StatusCode::OK, answer),
-        Err(error) => shared::http::error_response(&error),
-    }
+    shared::http::respond(update_agent(agents, keys, &request).await)
 }
 
 #[tracing::instrument(skip_all, fields(namespace, agent, idempotent, conditional))]
@@ -30,7 +27,8 @@ async fn update_agent<A: AgentStore, K: KeyStore>(
     keys: &K,
     request: &Request,
 ) -> Result<Answer, ApiError> {
-    let (caller, name) = shared::http::agent_route(request, keys, "POST", allow::AGENT).await?;
+    let (caller, name) =
+        shared::http::agent_route(request, keys, Method::POST, allow::AGENT).await?;
     let key = IdempotencyKey::from_headers(request.headers())?;
     let span = tracing::Span::current();
     span.record("idempotent", key.is_some());
@@ -61,6 +59,7 @@ mod tests {
 
     use super::*;
     use lambda_http::http::HeaderValue;
+    use lambda_http::http::StatusCode;
     use serde_json::{Value, json};
     use shared::store::memory::MemoryStore;
 

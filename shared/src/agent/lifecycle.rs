@@ -89,6 +89,8 @@ impl Idempotent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     Agent {
+        /// 201 for a create, 200 for an update.
+        status: StatusCode,
         agent: Box<AgentRecord>,
         /// The agent object as JSON, serialized once: the same bytes are the answer and the
         /// idempotency record.
@@ -160,6 +162,7 @@ pub async fn create<S: AgentStore>(
         CreateOutcome::Created => {
             tracing::info!(deployment_id = %agent.active.deployment.id, "agent created");
             Ok(Answer::Agent {
+                status: StatusCode::CREATED,
                 agent: Box::new(agent),
                 body,
             })
@@ -196,6 +199,7 @@ pub async fn update<S: AgentStore>(
         if unchanged && idempotent.is_none() {
             let body = body_of(&current.view())?;
             return Ok(Answer::Agent {
+                status: StatusCode::OK,
                 agent: Box::new(current),
                 body,
             });
@@ -222,6 +226,7 @@ pub async fn update<S: AgentStore>(
                     tracing::info!(deployment_id = %next.active.deployment.id, "agent deployed");
                 }
                 return Ok(Answer::Agent {
+                    status: StatusCode::OK,
                     agent: Box::new(next),
                     body,
                 });

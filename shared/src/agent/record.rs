@@ -220,6 +220,13 @@ impl AgentRecord {
             .map(|serving| &serving.status)
     }
 
+    /// Whether this, the agent as stored, is still the agent of `service_id` at `read_version`:
+    /// the condition of every write of an existing agent (the DynamoDB adapter states it as its
+    /// condition expression). An agent deleted and made again under its name is another service.
+    pub fn is_still(&self, service_id: &str, read_version: u64) -> bool {
+        self.version == read_version && self.service_id == service_id
+    }
+
     /// The ETag of this version (a strong validator: it changes with every write). It names
     /// the agent's service as well as the version: an agent deleted and made again under the
     /// same name counts its versions from 1 again, and a tag read before the delete must never

@@ -4,6 +4,7 @@
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
+use super::chunk::LogChunk;
 use super::query::{LogQuery, Order};
 
 /// What the store is asked for: one service's lines, narrowed and ordered.
@@ -21,6 +22,44 @@ pub struct LogFilter {
     pub query: Option<String>,
     /// Unix seconds; lines whose TTL is at or before it are never returned or counted.
     pub now: i64,
+}
+
+/// Which of a service's chunk partitions a filter reads (a store keys each: the table by
+/// service, an index by deployment, a sparse one by session), and what a chunk read from it must
+/// still match. Every store reads the same partition; DynamoDB applies `Limit` before the rest
+/// is matched, and so does the memory store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partition<'a> {
+    Service,
+    Deployment(&'a str),
+    /// A session's chunks; with `deployment`, only that deployment's (a session belongs to one
+    /// deployment, so the check drops nothing in practice).
+    Session {
+        session: &'a str,
+        deployment: Option<&'a str>,
+    },
+}
+
+impl Partition<'_> {
+    /// Whether `chunk` is in this partition (its key).
+    pub fn holds(&self, chunk: &LogChunk) -> bool {
+        match self {
+            Partition::Service => true,
+            Partition::Deployment(deployment) => chunk.deployment_id == *deployment,
+            Partition::Session { session, .. } => chunk.session_id.as_deref() == Some(*session),
+        }
+    }
+
+    /// Whether a chunk of this partition also matches the rest of the filter.
+    pub fn matches(&self, chunk: &LogChunk) -> bool {
+        match self {
+            Partition::Session {
+                deployment: Some(deployment),
+                ..
+            } => chunk.deployment_id == *deployment,
+            _ => true,
+        }
+    }
 }
 
 /// Where a cursor's position lies against a range, in the range's reading order.
@@ -68,6 +107,18 @@ impl LogFilter {
             order: query.order,
             query: query.query.clone(),
             now: now.unix_timestamp(),
+        }
+    }
+
+    /// The partition that serves this filter: the narrowest its ids allow.
+    pub fn partition(&self) -> Partition<'_> {
+        match (&self.session_id, &self.deployment_id) {
+            (Some(session), deployment) => Partition::Session {
+                session,
+                deployment: deployment.as_deref(),
+            },
+            (None, Some(deployment)) => Partition::Deployment(deployment),
+            (None, None) => Partition::Service,
         }
     }
 

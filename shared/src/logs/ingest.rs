@@ -65,6 +65,31 @@ pub fn split_text(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Where a log stream's lines come from: its group's account and agent, its stream's deployment
+/// and session (contract section 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineSource<'a> {
+    pub namespace: &'a str,
+    pub agent: &'a str,
+    pub deployment_id: &'a str,
+    pub session_id: Option<&'a str>,
+}
+
+impl<'a> LineSource<'a> {
+    /// The source of group `/agent-hosting/{namespace}/{agentName}`, stream
+    /// `{deploymentId}/{sessionId}` or `{deploymentId}`; `None` outside that scheme.
+    pub fn parse(group: &'a str, stream: &'a str) -> Option<Self> {
+        let (namespace, agent) = parse_log_group(group)?;
+        let (deployment_id, session_id) = parse_log_stream(stream)?;
+        Some(LineSource {
+            namespace,
+            agent,
+            deployment_id,
+            session_id,
+        })
+    }
+}
+
 /// `/agent-hosting/{namespace}/{agentName}` → (namespace, agent name).
 pub fn parse_log_group(group: &str) -> Option<(&str, &str)> {
     let (namespace, agent) = group.strip_prefix(LOG_GROUP_PREFIX)?.split_once('/')?;

@@ -16,9 +16,8 @@ pub const MAX_ID_LENGTH: usize = 256;
 /// The last second of year 9999: a larger value is almost surely milliseconds sent by mistake.
 pub const MAX_UNIX_SECONDS: i64 = 253_402_300_799;
 /// Lines a text query may read per call; past it, `total` says `gte` and a cursor continues.
-/// Lines are read in compressed chunks, a fifth of their size or less, so this reads no more
-/// bytes than the 10,000 line items the layout before chunks allowed (issue 15 asked for ten
-/// times the lines).
+/// Lines are read in compressed chunks, a fifth of their size or less, so ten times the
+/// result window costs about what 10,000 uncompressed lines would (docs/logs.md).
 pub const QUERY_READ_BUDGET: usize = 100_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

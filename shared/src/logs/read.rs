@@ -132,10 +132,27 @@ async fn page_pass<S: LogStore>(
     scan(lines, filter, limits).await
 }
 
+/// Whether `total` is the exact count of matching lines or a lower bound of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Relation {
+    Eq,
+    Gte,
+}
+
+impl std::fmt::Display for Relation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Relation::Eq => "eq",
+            Relation::Gte => "gte",
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Total {
     pub value: usize,
-    pub relation: &'static str,
+    pub relation: Relation,
 }
 
 impl Total {
@@ -143,12 +160,16 @@ impl Total {
         if count > RESULT_WINDOW {
             Total {
                 value: RESULT_WINDOW,
-                relation: "gte",
+                relation: Relation::Gte,
             }
         } else {
             Total {
                 value: count,
-                relation: if complete { "eq" } else { "gte" },
+                relation: if complete {
+                    Relation::Eq
+                } else {
+                    Relation::Gte
+                },
             }
         }
     }
@@ -184,13 +205,34 @@ pub struct LogsPage {
     pub next_cursor: Option<String>,
 }
 
-/// Lines read from the store to answer one request (before lines were kept in chunks, items:
-/// the names, which the logs function logs, stayed).
+/// Lines read from the store to answer one request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadCost {
-    pub page_items_read: usize,
-    pub total_items_read: usize,
+    /// Read by the page's own pass.
+    pub page_lines_read: usize,
+    /// Read only to count `total`.
+    pub total_lines_read: usize,
+}
+
+/// The page's pass and the count of the lines around it.
+struct Counted {
+    page: Scan,
+    total: Total,
+    total_lines_read: usize,
+}
+
+/// Where the page starts and what the earlier pages covered.
+struct Walk<'a, S> {
+    /// The window of matches the page keeps.
+    keep: Range<usize>,
+    /// The page's lines, read after the cursor when it falls in the range.
+    page_lines: OrderedLines<'a, S>,
+    /// The range up to the cursor, counted alongside this page so that every page of a walk
+    /// says the same total.
+    passed: Option<LogFilter>,
+    /// The cursor lies past the range: nothing follows it.
+    finished: bool,
 }
 
 /// Answers a logs request for one agent (whose existence the caller checked).
@@ -216,18 +258,6 @@ pub async fn read<S: LogStore>(
         .as_deref()
         .map(|text| cursor::decode(cursor_key, text, &fingerprint))
         .transpose()?;
-    let window_end = query.offset + query.limit;
-    let keep = query.offset..window_end;
-    // DynamoDB refuses a start key outside the key condition, and a cursor can fall outside the
-    // range honestly (newest first, the retention start moves past old positions) or be forged:
-    // before the range, read it from its start; past it, nothing follows.
-    let placement = after.as_deref().map(|position| filter.locate(position));
-    let start_after = after
-        .as_deref()
-        .filter(|_| placement == Some(Placement::InRange));
-    let finished = placement == Some(Placement::PastRange);
-    let mut page_lines = OrderedLines::new(store, filter, start_after);
-
     // A range that ends before it starts (endTime before the retention period) holds nothing;
     // DynamoDB would reject the inverted BETWEEN.
     if filter.from_position >= filter.to_position {
@@ -238,105 +268,148 @@ pub async fn read<S: LogStore>(
         };
         return Ok((page, ReadCost::default()));
     }
-
-    // What the earlier pages covered (the range up to the cursor) is counted alongside this
-    // page, so that every page of a walk says the same total.
-    let passed = after.as_deref().and_then(|cursor| filter.through(cursor));
-    let (scan, total, total_items_read) = if filter.query.is_some() {
-        let limits = ScanLimits {
-            keep,
-            stop_after_matches: (window_end + 1).max(RESULT_WINDOW + 1),
-            read_budget: QUERY_READ_BUDGET,
-            byte_budget: PAGE_BYTE_BUDGET,
-        };
-        // Matching the text needs the lines: the passed range is read as the page is, on a
-        // budget of its own.
-        let before = async {
-            match &passed {
-                Some(passed) => {
-                    let limits = ScanLimits {
-                        keep: 0..0,
-                        stop_after_matches: RESULT_WINDOW + 1,
-                        read_budget: QUERY_READ_BUDGET,
-                        byte_budget: 0,
-                    };
-                    scan(&mut OrderedLines::new(store, passed, None), passed, &limits).await
-                }
-                None => Ok(Scan {
-                    exhausted: true,
-                    ..Scan::default()
-                }),
-            }
-        };
-        let page = page_pass(&mut page_lines, filter, &limits, finished);
-        let (page, before) = tokio::join!(page, before);
-        let (page, before) = (page?, before?);
-        let total = Total::exact_or_bound(
-            before.matches + page.matches,
-            page.exhausted && before.exhausted,
-        );
-        (page, total, before.items_read)
+    let walk = Walk::new(store, filter, query, after.as_deref());
+    let counted = if filter.query.is_some() {
+        read_matching(store, filter, walk).await?
     } else {
-        let limits = ScanLimits {
-            keep,
-            stop_after_matches: window_end + 1,
-            // Only lines written under a shorter retention are read without matching.
-            read_budget: 2 * (RESULT_WINDOW + 1),
-            byte_budget: PAGE_BYTE_BUDGET,
-        };
-        let page = page_pass(&mut page_lines, filter, &limits, finished);
-        // At most RESULT_WINDOW reads: with the page's first match that is enough to tell
-        // "more than 10,000".
-        let before = async {
-            match &passed {
-                Some(passed) => count_lines(store, passed, RESULT_WINDOW).await,
-                None => Ok(Count {
-                    lines: 0,
-                    complete: true,
-                    lines_read: 0,
-                }),
-            }
-        };
-        let (scan, before) = tokio::join!(page, before);
-        let (scan, before) = (scan?, before?);
-        let counted = before.lines + scan.matches;
-        if scan.exhausted || !before.complete {
-            let total = Total::exact_or_bound(counted, before.complete);
-            (scan, total, before.lines_read)
-        } else {
-            // Whether there are more than RESULT_WINDOW matches is known after RESULT_WINDOW + 1
-            // reads; the page's own reads count towards them, and the lines it read past its end
-            // are counted without reading them again.
-            let budget = (RESULT_WINDOW + 1).saturating_sub(before.lines_read);
-            let (after_page, complete) = page_lines.count_rest(budget).await?;
-            let total = Total::exact_or_bound(counted + after_page, complete);
-            let counting_read = page_lines.lines_read() - scan.items_read;
-            (scan, total, before.lines_read + counting_read)
-        }
+        read_all(store, filter, walk).await?
     };
-
-    let full_page = scan.kept.len() == query.limit;
-    let next_position = if scan.byte_budget_reached {
-        scan.kept.last().map(|line| line.position.clone())
-    } else if full_page && (scan.matches > window_end || !scan.exhausted) {
-        scan.kept.last().map(|line| line.position.clone())
-    } else if !scan.exhausted && filter.query.is_some() {
-        // The read budget ran out before the page filled: continue where reading stopped.
-        scan.last_read.clone()
-    } else {
-        None
-    };
+    let next_position = next_position(&counted.page, filter, query);
     let cost = ReadCost {
-        page_items_read: scan.items_read,
-        total_items_read,
+        page_lines_read: counted.page.items_read,
+        total_lines_read: counted.total_lines_read,
     };
     let page = LogsPage {
-        total,
-        logs: scan.kept.into_iter().map(LogEntry::from).collect(),
+        total: counted.total,
+        logs: counted.page.kept.into_iter().map(LogEntry::from).collect(),
         next_cursor: next_position
             .map(|position| cursor::encode(cursor_key, &fingerprint, &position)),
     };
     Ok((page, cost))
+}
+
+impl<'a, S: LogStore> Walk<'a, S> {
+    fn new(store: &'a S, filter: &'a LogFilter, query: &LogQuery, after: Option<&str>) -> Self {
+        // DynamoDB refuses a start key outside the key condition, and a cursor can fall outside
+        // the range honestly (newest first, the retention start moves past old positions) or be
+        // forged: before the range, read it from its start; past it, nothing follows.
+        let placement = after.map(|position| filter.locate(position));
+        let start_after = after.filter(|_| placement == Some(Placement::InRange));
+        Walk {
+            keep: query.offset..query.offset + query.limit,
+            page_lines: OrderedLines::new(store, filter, start_after),
+            passed: after.and_then(|cursor| filter.through(cursor)),
+            finished: placement == Some(Placement::PastRange),
+        }
+    }
+}
+
+/// With a text query: matching needs the lines, so the passed range is read as the page is, on
+/// a budget of its own, and one pass serves both the page and its part of `total`.
+async fn read_matching<S: LogStore>(
+    store: &S,
+    filter: &LogFilter,
+    mut walk: Walk<'_, S>,
+) -> Result<Counted, StoreError> {
+    let limits = ScanLimits {
+        stop_after_matches: (walk.keep.end + 1).max(RESULT_WINDOW + 1),
+        keep: walk.keep,
+        read_budget: QUERY_READ_BUDGET,
+        byte_budget: PAGE_BYTE_BUDGET,
+    };
+    let before = async {
+        match &walk.passed {
+            Some(passed) => {
+                let limits = ScanLimits {
+                    keep: 0..0,
+                    stop_after_matches: RESULT_WINDOW + 1,
+                    read_budget: QUERY_READ_BUDGET,
+                    byte_budget: 0,
+                };
+                scan(&mut OrderedLines::new(store, passed, None), passed, &limits).await
+            }
+            None => Ok(Scan {
+                exhausted: true,
+                ..Scan::default()
+            }),
+        }
+    };
+    let page = page_pass(&mut walk.page_lines, filter, &limits, walk.finished);
+    let (page, before) = tokio::join!(page, before);
+    let (page, before) = (page?, before?);
+    let total = Total::exact_or_bound(
+        before.matches + page.matches,
+        page.exhausted && before.exhausted,
+    );
+    Ok(Counted {
+        page,
+        total,
+        total_lines_read: before.items_read,
+    })
+}
+
+/// Without a text query: every line of the range matches, so what lies around the page is
+/// counted rather than scanned.
+async fn read_all<S: LogStore>(
+    store: &S,
+    filter: &LogFilter,
+    mut walk: Walk<'_, S>,
+) -> Result<Counted, StoreError> {
+    let limits = ScanLimits {
+        stop_after_matches: walk.keep.end + 1,
+        keep: walk.keep,
+        // Only lines written under a shorter retention are read without matching.
+        read_budget: 2 * (RESULT_WINDOW + 1),
+        byte_budget: PAGE_BYTE_BUDGET,
+    };
+    let page = page_pass(&mut walk.page_lines, filter, &limits, walk.finished);
+    // At most RESULT_WINDOW reads: with the page's first match that is enough to tell
+    // "more than 10,000".
+    let before = async {
+        match &walk.passed {
+            Some(passed) => count_lines(store, passed, RESULT_WINDOW).await,
+            None => Ok(Count {
+                lines: 0,
+                complete: true,
+                lines_read: 0,
+            }),
+        }
+    };
+    let (page, before) = tokio::join!(page, before);
+    let (page, before) = (page?, before?);
+    let counted = before.lines + page.matches;
+    if page.exhausted || !before.complete {
+        return Ok(Counted {
+            total: Total::exact_or_bound(counted, before.complete),
+            page,
+            total_lines_read: before.lines_read,
+        });
+    }
+    // Whether there are more than RESULT_WINDOW matches is known after RESULT_WINDOW + 1 reads;
+    // the page's own reads count towards them, and the lines it read past its end are counted
+    // without reading them again.
+    let budget = (RESULT_WINDOW + 1).saturating_sub(before.lines_read);
+    let (after_page, complete) = walk.page_lines.count_rest(budget).await?;
+    let counting_read = walk.page_lines.lines_read() - page.items_read;
+    Ok(Counted {
+        total: Total::exact_or_bound(counted + after_page, complete),
+        page,
+        total_lines_read: before.lines_read + counting_read,
+    })
+}
+
+/// Where the next page starts, if one follows.
+fn next_position(page: &Scan, filter: &LogFilter, query: &LogQuery) -> Option<String> {
+    let window_end = query.offset + query.limit;
+    let full_page = page.kept.len() == query.limit;
+    if page.byte_budget_reached || (full_page && (page.matches > window_end || !page.exhausted)) {
+        page.kept.last().map(|line| line.position.clone())
+    } else if !page.exhausted && filter.query.is_some() {
+        // The read budget ran out before the page filled: continue where reading stopped.
+        page.last_read.clone()
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -370,33 +443,41 @@ mod tests {
     }
 
     #[test]
+    fn a_relation_is_written_as_the_contract_spells_it() {
+        for (relation, text) in [(Relation::Eq, "eq"), (Relation::Gte, "gte")] {
+            assert_eq!(serde_json::to_value(relation).unwrap(), text);
+            assert_eq!(relation.to_string(), text);
+        }
+    }
+
+    #[test]
     fn totals_cap_at_the_result_window() {
         assert_eq!(
             Total::exact_or_bound(7, true),
             Total {
                 value: 7,
-                relation: "eq"
+                relation: Relation::Eq
             }
         );
         assert_eq!(
             Total::exact_or_bound(10_000, true),
             Total {
                 value: 10_000,
-                relation: "eq"
+                relation: Relation::Eq
             }
         );
         assert_eq!(
             Total::exact_or_bound(10_001, true),
             Total {
                 value: 10_000,
-                relation: "gte"
+                relation: Relation::Gte
             }
         );
         assert_eq!(
             Total::exact_or_bound(42, false),
             Total {
                 value: 42,
-                relation: "gte"
+                relation: Relation::Gte
             }
         );
     }

@@ -2,10 +2,11 @@
 //! own tests). It keeps the same promises as the DynamoDB adapter, each conditional write atomic
 //! under one lock; the integration tests check the real adapter against DynamoDB Local.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::account::{Account, AccountStore, KeySummary, NewAccount};
 use crate::agent::{
     AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, WriteOutcome,
 };
@@ -34,7 +35,7 @@ impl Agents {
     fn key_used(&self, namespace: &str, record: &IdempotencyRecord) -> Option<IdempotencyRecord> {
         self.idempotency
             .get(&(namespace.to_owned(), record.key_digest.clone()))
-            .filter(|found| found.is_live(record.written_at()))
+            .filter(|found| found.holds_off(record))
             .cloned()
     }
 
@@ -51,9 +52,7 @@ impl Agents {
     fn is_at(&self, agent: &AgentRecord) -> bool {
         self.agents
             .get(&(agent.owner.namespace.clone(), agent.name.clone()))
-            .is_some_and(|current| {
-                current.version == agent.version && current.service_id == agent.service_id
-            })
+            .is_some_and(|current| current.is_still(&agent.service_id, agent.version))
     }
 
     fn keep_deployment(&mut self, agent: &AgentRecord, record: &DeploymentRecord) {
@@ -68,9 +67,19 @@ impl Agents {
     }
 }
 
+/// Accounts, the namespaces ever claimed, and each account's handles on its keys.
+#[derive(Debug, Default)]
+struct Accounts {
+    accounts: BTreeMap<String, Account>,
+    claimed: HashSet<String>,
+    /// (account id, key id) → the key's hash.
+    handles: BTreeMap<(String, String), KeyHash>,
+}
+
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     agents: Mutex<Agents>,
+    accounts: Mutex<Accounts>,
     keys: Mutex<HashMap<KeyHash, KeyRecord>>,
     logs: Mutex<HashMap<String, ServiceLog>>,
 }
@@ -200,9 +209,11 @@ impl AgentStore for MemoryStore {
         let mut state = lock(&self.agents);
         let namespace = &next.owner.namespace;
         let key = (namespace.clone(), next.name.clone());
-        if state.agents.get(&key).is_none_or(|current| {
-            current.version != read_version || current.service_id != next.service_id
-        }) {
+        if state
+            .agents
+            .get(&key)
+            .is_none_or(|current| !current.is_still(&next.service_id, read_version))
+        {
             return Ok(WriteOutcome::Conflict);
         }
         if let Some(found) = idempotency.and_then(|record| state.key_used(namespace, record)) {
@@ -250,6 +261,106 @@ impl AgentStore for MemoryStore {
     }
 }
 
+impl AccountStore for MemoryStore {
+    async fn get_account(&self, account_id: &str) -> Result<Option<Account>, StoreError> {
+        Ok(lock(&self.accounts).accounts.get(account_id).cloned())
+    }
+
+    async fn list_accounts(&self) -> Result<Vec<Account>, StoreError> {
+        Ok(lock(&self.accounts).accounts.values().cloned().collect())
+    }
+
+    async fn create_account(&self, account: &Account) -> Result<NewAccount, StoreError> {
+        let mut state = lock(&self.accounts);
+        if state.accounts.contains_key(&account.account_id) {
+            return Ok(NewAccount::AccountExists);
+        }
+        if !state.claimed.insert(account.namespace.clone()) {
+            return Ok(NewAccount::NamespaceTaken);
+        }
+        state
+            .accounts
+            .insert(account.account_id.clone(), account.clone());
+        Ok(NewAccount::Created)
+    }
+
+    async fn add_key(&self, hash: &KeyHash, record: &KeyRecord) -> Result<(), StoreError> {
+        let mut state = lock(&self.accounts);
+        let mut keys = lock(&self.keys);
+        if keys.contains_key(hash) {
+            return Err(StoreError::Unexpected(
+                "a freshly generated key collided with a stored one".into(),
+            ));
+        }
+        keys.insert(hash.clone(), record.clone());
+        state.handles.insert(
+            (record.account_id.clone(), record.key_id.clone()),
+            hash.clone(),
+        );
+        Ok(())
+    }
+
+    async fn list_keys(&self, account_id: &str) -> Result<Vec<KeySummary>, StoreError> {
+        let state = lock(&self.accounts);
+        let keys = lock(&self.keys);
+        Ok(state
+            .handles
+            .iter()
+            .filter(|((account, _), _)| account == account_id)
+            .filter_map(|(_, hash)| keys.get(hash))
+            .map(|record| KeySummary {
+                key_id: record.key_id.clone(),
+                created_at: record.created_at.clone(),
+                revoked_at: record.revoked_at.clone(),
+            })
+            .collect())
+    }
+
+    async fn revoke_key(
+        &self,
+        account_id: &str,
+        key_id: &str,
+        at: &str,
+    ) -> Result<bool, StoreError> {
+        let state = lock(&self.accounts);
+        let Some(hash) = state
+            .handles
+            .get(&(account_id.to_owned(), key_id.to_owned()))
+        else {
+            return Ok(false);
+        };
+        let mut keys = lock(&self.keys);
+        Ok(match keys.get_mut(hash) {
+            Some(record) => {
+                record.revoked_at.get_or_insert_with(|| at.to_owned());
+                true
+            }
+            None => false,
+        })
+    }
+
+    async fn has_agents(&self, namespace: &str) -> Result<bool, StoreError> {
+        Ok(lock(&self.agents)
+            .agents
+            .keys()
+            .any(|(ns, _)| ns == namespace))
+    }
+
+    async fn remove_account(&self, account_id: &str) -> Result<(), StoreError> {
+        let mut state = lock(&self.accounts);
+        let mut keys = lock(&self.keys);
+        state.handles.retain(|(account, _), hash| {
+            let keep = account != account_id;
+            if !keep {
+                keys.remove(hash);
+            }
+            keep
+        });
+        state.accounts.remove(account_id);
+        Ok(())
+    }
+}
+
 impl KeyStore for MemoryStore {
     async fn find_key(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StoreError> {
         Ok(lock(&self.keys).get(hash).cloned())
@@ -269,9 +380,11 @@ impl LogStore for MemoryStore {
 
     /// What one DynamoDB Query of the partition serving the filter returns: its chunks with keys
     /// in the range (both ends inclusive, as `BETWEEN`), in order, after `after_key`, at most
-    /// `max_chunks`; and where the next continues, if more follow.
+    /// `max_chunks` of them read before the rest of the filter is matched (as `Limit` is applied
+    /// before a filter expression); and where the next continues, if more follow.
     async fn read_chunks(&self, request: &ChunkRequest<'_>) -> Result<ChunksRead, StoreError> {
         let filter = request.filter;
+        let partition = filter.partition();
         let logs = lock(&self.logs);
         let Some(service) = logs.get(&filter.service_id) else {
             return Ok(ChunksRead::default());
@@ -279,16 +392,6 @@ impl LogStore for MemoryStore {
         if request.from_key > request.to_key {
             return Ok(ChunksRead::default());
         }
-        let in_partition = |chunk: &LogChunk| match (&filter.session_id, &filter.deployment_id) {
-            (Some(session), deployment) => {
-                chunk.session_id.as_ref() == Some(session)
-                    && deployment
-                        .as_ref()
-                        .is_none_or(|d| *d == chunk.deployment_id)
-            }
-            (None, Some(deployment)) => chunk.deployment_id == *deployment,
-            (None, None) => true,
-        };
         let range = (
             Bound::Included(request.from_key.to_owned()),
             Bound::Included(request.to_key.to_owned()),
@@ -303,18 +406,22 @@ impl LogStore for MemoryStore {
             Order::Asc => Box::new(in_range),
             Order::Desc => Box::new(in_range.rev()),
         };
-        let mut matching = ordered.filter(|(_, chunk)| in_partition(chunk));
-        let chunks: Vec<LogChunk> = matching
+        let mut in_partition = ordered.filter(|(_, chunk)| partition.holds(chunk));
+        let evaluated: Vec<&LogChunk> = in_partition
             .by_ref()
             .take(request.max_chunks.max(1))
-            .map(|(_, chunk)| chunk.clone())
+            .map(|(_, chunk)| chunk)
             .collect();
-        let more = matching.next().is_some();
+        let more = in_partition.next().is_some();
         let resume_after = more
-            .then(|| chunks.last().map(|chunk| chunk.last_position.clone()))
+            .then(|| evaluated.last().map(|chunk| chunk.last_position.clone()))
             .flatten();
         Ok(ChunksRead {
-            chunks,
+            chunks: evaluated
+                .into_iter()
+                .filter(|chunk| partition.matches(chunk))
+                .cloned()
+                .collect(),
             resume_after,
         })
     }

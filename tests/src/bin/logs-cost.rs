@@ -248,8 +248,8 @@ async fn main() {
             println!(
                 "| {volume} | {name} | {} | {} | {} | {} {} |",
                 page.logs.len(),
-                cost.page_items_read,
-                cost.total_items_read,
+                cost.page_lines_read,
+                cost.total_lines_read,
                 page.total.value,
                 page.total.relation
             );

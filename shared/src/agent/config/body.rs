@@ -1,9 +1,13 @@
 //! Reading a create or update body: every rule of contract section 3 that one member decides.
 
-use super::{MAX_AGENTS, MIN_AGENTS};
 use crate::ApiError;
 use crate::catalog::{self, NODE_TYPES, NoiseFilter, Profile};
 use crate::validation::{DNS_LABEL_RULE, JsonObject, Member, check_image_reference, is_dns_label};
+
+/// The values `autoScaling.minAgents` may take.
+pub const MIN_AGENTS: std::ops::RangeInclusive<i64> = 0..=50;
+/// The values `autoScaling.maxAgents` may take.
+pub const MAX_AGENTS: std::ops::RangeInclusive<i64> = 1..=50;
 
 /// The auto-scaling members of a body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,131 +41,111 @@ fn one_of(values: impl Iterator<Item = &'static str>) -> String {
 
 impl ConfigChanges {
     /// Reads a body (already parsed as JSON): every rule of contract section 3 that one member
-    /// decides; the first broken rule is reported with the member's path. Rules between members
-    /// (`maxAgents >= minAgents`) are checked when the changes are applied.
+    /// decides; the first broken rule, in the order of the members below, is reported with the
+    /// member's path. Rules between members (`maxAgents >= minAgents`) are checked when the
+    /// changes are applied.
     pub fn from_json(body: serde_json::Value) -> Result<Self, ApiError> {
         let mut body = JsonObject::root(body)?;
-
-        let service_name = body.take_string("serviceName")?;
-        if let Member::Given(name) = &service_name
-            && !is_dns_label(name)
-        {
-            return Err(ApiError::bad_request(
-                "serviceName",
-                format!("serviceName {DNS_LABEL_RULE}"),
-            ));
-        }
-
-        let image = body.take_string("image")?;
-        if let Member::Given(image) = &image {
-            check_image_reference(image)
-                .map_err(|rule| ApiError::bad_request("image", format!("image {rule}")))?;
-        }
-
-        let node_type = match body.take_string("nodeType")? {
-            Member::Given(value) => Member::Given(
-                NODE_TYPES
-                    .iter()
-                    .copied()
-                    .find(|known| *known == value)
-                    .ok_or_else(|| {
-                        ApiError::bad_request(
-                            "nodeType",
-                            format!("nodeType must be {}", one_of(NODE_TYPES.iter().copied())),
-                        )
-                    })?,
-            ),
-            Member::Absent => Member::Absent,
-            Member::Null => Member::Null,
+        let changes = ConfigChanges {
+            service_name: body
+                .take_string("serviceName")?
+                .try_map(|name| dns_label("serviceName", name))?,
+            image: body.take_string("image")?.try_map(image)?,
+            node_type: body.take_string("nodeType")?.try_map(node_type)?,
+            image_pull_secret_set: body
+                .take_string("imagePullSecretSet")?
+                .try_map(|name| dns_label("imagePullSecretSet", name))?,
+            secret_set: body
+                .take_string("secretSet")?
+                .try_map(|name| dns_label("secretSet", name))?,
+            auto_scaling: body.take_object("autoScaling")?.try_map(auto_scaling)?,
+            enable_noise: body.take_bool("enableNoise")?,
+            noise_filter: body.take_object("noiseViva")?.try_map(noise_filter)?,
+            profile: body.take_string("agentProfile")?.try_map(profile)?,
+            enable_managed_keys: body.take_bool("enableManagedKeys")?,
         };
-
-        let mut secret_name = |member: &str| -> Result<Member<String>, ApiError> {
-            match body.take_string(member)? {
-                Member::Given(name) if !is_dns_label(&name) => Err(ApiError::bad_request(
-                    member,
-                    format!("{member} {DNS_LABEL_RULE}"),
-                )),
-                other => Ok(other),
-            }
-        };
-        let image_pull_secret_set = secret_name("imagePullSecretSet")?;
-        let secret_set = secret_name("secretSet")?;
-
-        let auto_scaling = match body.take_object("autoScaling")? {
-            Member::Given(mut scaling) => {
-                // Both ranges are within 0..=50, so the casts cannot truncate.
-                let min_agents = scaling
-                    .take_integer("minAgents", MIN_AGENTS)?
-                    .map(|v| v as u32);
-                let max_agents = scaling
-                    .take_integer("maxAgents", MAX_AGENTS)?
-                    .map(|v| v as u32);
-                scaling.finish()?;
-                Member::Given(ScalingChanges {
-                    min_agents,
-                    max_agents,
-                })
-            }
-            Member::Absent => Member::Absent,
-            Member::Null => Member::Null,
-        };
-
-        let enable_noise = body.take_bool("enableNoise")?;
-
-        let noise_filter = match body.take_object("noiseViva")? {
-            Member::Given(mut noise) => {
-                let filter = match noise.take_string("audioFilter")?.given() {
-                    None => None,
-                    Some(name) => Some(catalog::noise_filter_named(&name).ok_or_else(|| {
-                        ApiError::bad_request(
-                            "noiseViva.audioFilter",
-                            format!(
-                                "noiseViva.audioFilter must be {}, or null for no filter",
-                                one_of(catalog::NOISE_FILTERS.iter().map(|f| f.name))
-                            ),
-                        )
-                    })?),
-                };
-                noise.finish()?;
-                Member::Given(filter)
-            }
-            Member::Absent => Member::Absent,
-            Member::Null => Member::Null,
-        };
-
-        let profile = match body.take_string("agentProfile")? {
-            Member::Given(name) => {
-                Member::Given(catalog::profile_named(&name).ok_or_else(|| {
-                    ApiError::bad_request(
-                        "agentProfile",
-                        format!(
-                            "agentProfile must be {}",
-                            one_of(catalog::PROFILES.iter().map(|p| p.name))
-                        ),
-                    )
-                })?)
-            }
-            Member::Absent => Member::Absent,
-            Member::Null => Member::Null,
-        };
-
-        let enable_managed_keys = body.take_bool("enableManagedKeys")?;
-
         body.finish()?;
-
-        Ok(ConfigChanges {
-            service_name,
-            image,
-            node_type,
-            image_pull_secret_set,
-            secret_set,
-            auto_scaling,
-            enable_noise,
-            noise_filter,
-            profile,
-            enable_managed_keys,
-        })
+        Ok(changes)
     }
+}
+
+fn image(image: String) -> Result<String, ApiError> {
+    check_image_reference(&image)
+        .map_err(|rule| ApiError::bad_request("image", format!("image {rule}")))?;
+    Ok(image)
+}
+
+fn node_type(value: String) -> Result<&'static str, ApiError> {
+    NODE_TYPES
+        .iter()
+        .copied()
+        .find(|known| *known == value)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "nodeType",
+                format!("nodeType must be {}", one_of(NODE_TYPES.iter().copied())),
+            )
+        })
+}
+
+/// `serviceName`, `secretSet` or `imagePullSecretSet`: a name that is a DNS label.
+fn dns_label(member: &'static str, name: String) -> Result<String, ApiError> {
+    if is_dns_label(&name) {
+        Ok(name)
+    } else {
+        Err(ApiError::bad_request(
+            member,
+            format!("{member} {DNS_LABEL_RULE}"),
+        ))
+    }
+}
+
+fn auto_scaling(mut scaling: JsonObject) -> Result<ScalingChanges, ApiError> {
+    // Both ranges are within 0..=50, so the casts cannot truncate.
+    let min_agents = scaling
+        .take_integer("minAgents", MIN_AGENTS)?
+        .map(|v| v as u32);
+    let max_agents = scaling
+        .take_integer("maxAgents", MAX_AGENTS)?
+        .map(|v| v as u32);
+    scaling.finish()?;
+    Ok(ScalingChanges {
+        min_agents,
+        max_agents,
+    })
+}
+
+/// `noiseViva`: `{}` or `{"audioFilter": null}` is no filter.
+fn noise_filter(mut noise: JsonObject) -> Result<Option<&'static NoiseFilter>, ApiError> {
+    let filter = noise
+        .take_string("audioFilter")?
+        .given()
+        .map(|name| {
+            catalog::noise_filter_named(&name).ok_or_else(|| {
+                ApiError::bad_request(
+                    "noiseViva.audioFilter",
+                    format!(
+                        "noiseViva.audioFilter must be {}, or null for no filter",
+                        one_of(catalog::NOISE_FILTERS.iter().map(|f| f.name))
+                    ),
+                )
+            })
+        })
+        .transpose()?;
+    noise.finish()?;
+    Ok(filter)
+}
+
+fn profile(name: String) -> Result<&'static Profile, ApiError> {
+    catalog::profile_named(&name).ok_or_else(|| {
+        ApiError::bad_request(
+            "agentProfile",
+            format!(
+                "agentProfile must be {}",
+                one_of(catalog::PROFILES.iter().map(|p| p.name))
+            ),
+        )
+    })
 }
 
 #[cfg(test)]

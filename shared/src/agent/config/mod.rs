@@ -15,10 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{NoiseFilter, Profile};
 use crate::manifest::Replicas;
 
-pub use body::{ConfigChanges, ScalingChanges};
+pub use body::{ConfigChanges, MAX_AGENTS, MIN_AGENTS, ScalingChanges};
 
-pub const MIN_AGENTS: std::ops::RangeInclusive<i64> = 0..=50;
-pub const MAX_AGENTS: std::ops::RangeInclusive<i64> = 1..=50;
 pub const DEFAULT_MIN_AGENTS: u32 = 0;
 /// The anchor product's default.
 pub const DEFAULT_MAX_AGENTS: u32 = 50;

@@ -27,7 +27,7 @@ const MAX_TRANSACTION_ITEMS: usize = 100;
 
 /// The condition every write of an existing agent is made on: the agent is still the one read
 /// (the same service: an agent deleted and made again under its name is another) at the version
-/// read.
+/// read ([`AgentRecord::is_still`], as a condition expression).
 struct ReadAt {
     expression: &'static str,
     names: HashMap<String, String>,
@@ -62,8 +62,8 @@ fn delete_of(table: &str, key: Item) -> Result<TransactWriteItem, StoreError> {
 }
 
 /// The put of an idempotency record: it may replace a dead record of the same key that TTL has
-/// not deleted yet, never a live one; when it may not, the live record comes back in the
-/// cancellation reason (no second read).
+/// not deleted yet, never a live one ([`IdempotencyRecord::holds_off`], as a condition); when
+/// it may not, the live record comes back in the cancellation reason (no second read).
 fn put_idempotency(
     table: &str,
     namespace: &str,

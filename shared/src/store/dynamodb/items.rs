@@ -52,9 +52,24 @@ pub fn account_pk(account_id: &str) -> String {
     format!("ACCOUNT#{account_id}")
 }
 
+/// The sort key of an account's own item.
+pub const ACCOUNT_SK: &str = "ACCOUNT";
+
+/// The sort key of the account's handle on its key `key_id` (a prefix with an empty id).
+pub fn account_key_sk(key_id: &str) -> String {
+    format!("KEY#{key_id}")
+}
+
+pub fn namespace_claim_pk(namespace: &str) -> String {
+    format!("NAMESPACE#{namespace}")
+}
+
 pub fn key_pk(hash: &KeyHash) -> String {
     format!("KEY#{}", hash.as_str())
 }
+
+/// The sort key of a key's own item.
+pub const KEY_SK: &str = "KEY";
 
 /// An agent, with its active deployment (so that reading an agent is one GetItem).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

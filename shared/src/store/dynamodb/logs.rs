@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::{DynamoStore, Item, WriteUnits, built, classify, item_of, mapping, s};
 use crate::error::StoreError;
 use crate::logs::chunk::{ChunkLine, LogChunk};
+use crate::logs::filter::Partition;
 use crate::logs::{ChunkRequest, ChunksRead, LogFilter, LogStore, Order, position_nanos};
 
 pub const DEPLOYMENT_INDEX: &str = "by-deployment";
@@ -105,17 +106,19 @@ impl LogItem {
     }
 }
 
-/// The index, its partition attribute and value that serve a filter.
+/// The index, its partition attribute and value that serve a filter's partition.
 fn partition_for(filter: &LogFilter) -> (Option<&'static str>, &'static str, String) {
-    let partition = filter.service_id.clone();
-    match (&filter.session_id, &filter.deployment_id) {
-        (Some(session), _) => (Some(SESSION_INDEX), "spk", format!("{partition}#{session}")),
-        (None, Some(deployment)) => (
+    let service = &filter.service_id;
+    match filter.partition() {
+        Partition::Session { session, .. } => {
+            (Some(SESSION_INDEX), "spk", format!("{service}#{session}"))
+        }
+        Partition::Deployment(deployment) => (
             Some(DEPLOYMENT_INDEX),
             "dpk",
-            format!("{partition}#{deployment}"),
+            format!("{service}#{deployment}"),
         ),
-        (None, None) => (None, "pk", partition),
+        Partition::Service => (None, "pk", service.clone()),
     }
 }
 
@@ -208,9 +211,12 @@ impl LogStore for DynamoStore {
             .scan_index_forward(filter.order == Order::Asc)
             .limit(i32::try_from(request.max_chunks.max(1)).unwrap_or(i32::MAX))
             .set_exclusive_start_key(request.after_key.map(|key| start_after(filter, key)));
-        if let (Some(_), Some(deployment)) = (&filter.session_id, &filter.deployment_id) {
-            // A session belongs to one deployment, so this filter drops (and wastes) nothing
-            // in practice.
+        // What the partition's key does not match (Partition::matches), after `Limit`.
+        if let Partition::Session {
+            deployment: Some(deployment),
+            ..
+        } = filter.partition()
+        {
             query = query
                 .filter_expression("deploymentId = :deployment")
                 .expression_attribute_values(":deployment", s(deployment));

@@ -24,8 +24,6 @@ pub mod first_slice;
 pub mod items;
 pub mod logs;
 
-pub use accounts::{Account, AdminError, KeySummary};
-
 type Item = HashMap<String, AttributeValue>;
 
 /// How many times a transaction that lost a race with another transaction on the same items

@@ -2,6 +2,8 @@
 //! the in-memory store and, through `sam local invoke`, on DynamoDB Local). Feature
 //! `test-support` only.
 
+pub mod store_contract;
+
 use crate::agent::{AgentRecord, AgentStore, ConfigChanges, CreateOutcome};
 use crate::auth::Principal;
 use crate::error::StoreError;

@@ -1,0 +1,19 @@
+//! The agent and account ports' promises (shared::testing::store_contract), kept by both stores:
+//! the in-memory store the handlers' unit tests run on, and the DynamoDB adapter on DynamoDB
+//! Local. A promise the fake keeps and the real store breaks, or the other way round, fails here.
+
+use integration_tests::TestStore;
+use shared::store::memory::MemoryStore;
+use shared::testing::store_contract;
+
+#[tokio::test]
+async fn agents_on_the_memory_store_and_dynamodb_local() {
+    store_contract::agents(&MemoryStore::default()).await;
+    store_contract::agents(&TestStore::new().await.store).await;
+}
+
+#[tokio::test]
+async fn accounts_on_the_memory_store_and_dynamodb_local() {
+    store_contract::accounts(&MemoryStore::default()).await;
+    store_contract::accounts(&TestStore::new().await.store).await;
+}
