@@ -8,8 +8,9 @@
 #                                          start DynamoDB Local (in memory without DATA_DIR),
 #                                          wait until it answers, print its PID
 #   scripts/local.sh dynamodb-stop PID     stop it
-#   scripts/local.sh moto-start PORT       start moto's server (AWS APIs without an official
-#                                          emulator: SQS), wait until it answers, print its PID
+#   scripts/local.sh moto-start PORT [HOST] start moto's server (AWS APIs without an official
+#                                          emulator: SQS, KMS) on HOST (127.0.0.1), wait until it
+#                                          answers, print its PID
 #   scripts/local.sh docker-engine         install Debian's docker.io and start dockerd if no
 #                                          engine answers
 #   scripts/local.sh lambda-image ARCH     the image sam local runs functions in
@@ -100,10 +101,10 @@ ensure_moto() {
 }
 
 moto_start() {
-  local port=$1
+  local port=$1 host=${2:-127.0.0.1}
   ensure_moto
   mkdir -p "$local_dir"
-  "$moto_venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$local_dir/moto-$port.log" 2>&1 &
+  "$moto_venv/bin/moto_server" -H "$host" -p "$port" >"$local_dir/moto-$port.log" 2>&1 &
   wait_until_answering "$!" "moto" "$port" "$local_dir/moto-$port.log" \
     curl -s -o /dev/null "http://127.0.0.1:$port/moto-api/"
 }
@@ -262,5 +263,5 @@ case "${1:-}" in
   dynamodb-stop) shift; dynamodb_stop "$@" ;;
   moto) ensure_moto ;;
   moto-start) shift; moto_start "$@" ;;
-  *) log "usage: $0 tools|dynamodb-tools|sam-tools|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT|docker-engine|lambda-image ARCH|docker-bridge-ip"; exit 2 ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|docker-engine|lambda-image ARCH|docker-bridge-ip"; exit 2 ;;
 esac

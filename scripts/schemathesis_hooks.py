@@ -1,9 +1,9 @@
 """Schemathesis hooks: the contract's cross-field rules, which OpenAPI cannot state.
 
-openapi.yaml describes each parameter and member on its own. Three rules of the contract tie two of
-them together, and a cursor is an opaque token the service issued, so schemathesis can generate
-schema-valid requests that the contract requires us to refuse with a 400 (its check ST202). This
-hook drops such a failure only when the request really breaks one of those rules *and* the answer
+openapi.yaml describes each parameter and member on its own. Four rules of the contract tie two of
+them together (an update's serviceName is the path's agent name, among them), and a cursor is an
+opaque token the service issued, so schemathesis can generate schema-valid requests that the
+contract requires us to refuse with a 400 (its check ST202). This hook drops such a failure only when the request really breaks one of those rules *and* the answer
 is the contract's 400 naming exactly that rule's field; any other rejection still fails the run.
 The rules themselves are tested in tests/ (logs.rs, create_agent.rs) and in the unit tests.
 
@@ -16,6 +16,13 @@ Likewise an `Idempotency-Key` is bound to the first body sent with it (24 hours)
 with that key and another body is a 422 by the contract of the header. The hook remembers the
 first body of every key that got a 201, and drops the 422 only when the body really differs.
 
+A secret set PUT has rules of the same kind (contract section 10): `name` must be the path's set
+name and `region` the stack's; an image pull secret's value must be the base64 of `user:token`
+and its host's port at most 65535; a value is at most 32,768 bytes (OpenAPI counts characters);
+each key comes once. And what earlier requests of the run left in a set is state the generator
+cannot see: a set of the other type (409), a set full at 100 keys or 64 KiB, an account full at
+200 sets (400s). Each is dropped only for the contract's answer naming it.
+
 One more failure is not the service's: `cargo lambda watch` turns an HTTP request into the API
 Gateway event itself, and for a JSON body or a header value that is not UTF-8 it answers its own
 text/plain 500 before any function runs. API Gateway hands such a body to the function
@@ -26,6 +33,8 @@ exact emulator answer to that exact kind of request is dropped.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import re
@@ -37,6 +46,56 @@ RESULT_WINDOW = 10_000  # offset + limit at most this (contract section 4)
 DEFAULT_LIMIT = 10
 DEFAULT_MIN_AGENTS = 0
 DEFAULT_MAX_AGENTS = 50
+MAX_VALUE_BYTES = 32_768  # a secret value, in bytes (contract section 10); OpenAPI counts characters
+STACK_REGION = os.environ.get("AWS_REGION", "us-east-1")
+
+
+def _is_user_and_token(value) -> bool:
+    """Whether an image pull secret's value is the base64 of `user:token`, both non-empty."""
+    try:
+        text = base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError, TypeError):
+        return False
+    user, colon, token = text.partition(":")
+    return bool(colon and user and token)
+
+
+def _is_registry_host(host) -> bool:
+    name, _, port = str(host).rpartition(":") if ":" in str(host) else (str(host), "", "")
+    return not port or (port.isdigit() and 1 <= int(port) <= 65_535)
+
+
+def _broken_secret_set_rules(case) -> set[str]:
+    """The fields of a secret set PUT's rules OpenAPI cannot state: `name` must be the path's set
+    name, `region` the stack's, an image pull secret's value the base64 of user:token and its
+    port at most 65535, a value at most 32,768 bytes (not characters), each key given once."""
+    body = case.body if isinstance(case.body, dict) else {}
+    broken = set()
+    set_name = (case.path_parameters or {}).get("setName")
+    if "name" in body and body.get("name") != set_name:
+        broken.add("name")
+    if "region" in body and body.get("region") != STACK_REGION:
+        broken.add("region")
+    if body.get("isImagePullSecret") is True:
+        if not _is_user_and_token(body.get("secretValue")):
+            broken.add("secretValue")
+        if "host" in body and not _is_registry_host(body["host"]):
+            broken.add("host")
+    value = body.get("secretValue")
+    if isinstance(value, str) and len(value.encode("utf-8")) > MAX_VALUE_BYTES:
+        broken.add("secretValue")
+    seen = set()
+    for index, entry in enumerate(body.get("secrets") or []):
+        if not isinstance(entry, dict):
+            continue
+        value = entry.get("secretValue")
+        if isinstance(value, str) and len(value.encode("utf-8")) > MAX_VALUE_BYTES:
+            broken.add(f"secrets[{index}].secretValue")
+        key = entry.get("secretKey")
+        if key in seen:
+            broken.add(f"secrets[{index}].secretKey")
+        seen.add(key)
+    return broken
 
 
 def _integer(value, default):
@@ -68,7 +127,14 @@ def _broken_cross_field_rules(case) -> set[str]:
         if query.get("cursor"):
             # Only a nextCursor the service issued is accepted; a generated one never is.
             broken.add("cursor")
+    elif method == "PUT" and case.operation.path.startswith("/secrets/"):
+        broken |= _broken_secret_set_rules(case)
     elif method == "POST" and isinstance(case.body, dict):
+        # An update's serviceName, if given, is the path's name: an agent cannot be renamed.
+        agent = (case.path_parameters or {}).get("agentName")
+        name = case.body.get("serviceName")
+        if agent is not None and name is not None and name != agent:
+            broken.add("serviceName")
         scaling = case.body.get("autoScaling")
         if isinstance(scaling, dict):
             low = _integer(scaling.get("minAgents"), DEFAULT_MIN_AGENTS)
@@ -180,6 +246,50 @@ def _is_reused_idempotency_key(failure, case, response) -> bool:
     return key in _first_body_of_key and _first_body_of_key[key] != _canonical(case.body)
 
 
+# What a secret set PUT can meet in the sets earlier requests of the run made: the set's other
+# type (409), a set full at 100 keys or 64 KiB of values, an account full at 200 sets (400s).
+_SET_STATE_ANSWERS = (
+    (409, "CONFLICT", "a set cannot change type"),
+    (400, "GENERIC_BAD_REQUEST", "A set holds at most"),
+    (400, "GENERIC_BAD_REQUEST", "A set's values take at most"),
+    (400, "GENERIC_BAD_REQUEST", "An account holds at most"),
+)
+
+
+def _is_secret_set_state(failure, case, response) -> bool:
+    if failure.code != "ST202" or case.operation.method.upper() != "PUT":
+        return False
+    if not case.operation.path.startswith("/secrets/"):
+        return False
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return False
+    if not isinstance(body, dict):
+        return False
+    return any(
+        response.status_code == status and body.get("code") == code and text in body.get("error", "")
+        for status, code, text in _SET_STATE_ANSWERS
+    )
+
+
+MAX_BODY_BYTES = 64 * 1024  # bodies over this are a 413 before they are parsed (contract section 1)
+
+
+def _is_too_large_body(failure, response) -> bool:
+    """A schema-violating body (too many items, say) that is also over 64 KiB gets the
+    contract's 413 before anything reads it: refused, as it should be, with the size's status."""
+    if failure.code != "ST201" or response.status_code != 413:
+        return False
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return False
+    sent = response.request.body or b""
+    size = len(sent.encode("utf-8") if isinstance(sent, str) else sent)
+    return isinstance(body, dict) and body.get("code") == "PAYLOAD_TOO_LARGE" and size > MAX_BODY_BYTES
+
+
 def _record_drop(case, failure, reason: str) -> bool:
     """Notes a dropped failure for the run's summary (scripts/schemathesis.sh prints the counts)."""
     path = os.environ.get("SCHEMATHESIS_DROPPED_LOG")
@@ -199,6 +309,10 @@ def filter_failure(context, failure, case, response) -> bool:
         return _record_drop(case, failure, "422 for an Idempotency-Key reused with another body")
     if _is_generated_if_match(failure, case, response):
         return _record_drop(case, failure, "412 for an If-Match the service never issued")
+    if _is_too_large_body(failure, response):
+        return _record_drop(case, failure, "413 for a body over 64 KiB (refused before parsing)")
+    if _is_secret_set_state(failure, case, response):
+        return _record_drop(case, failure, "a secret set's state left by earlier requests")
     if failure.code != "ST202" or response.status_code != 400:
         return True
     try:

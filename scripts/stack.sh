@@ -15,8 +15,9 @@
 #   STACK_INGEST_FUNCTION  the ingest function's name there
 #   STACK_GATEWAY          what answers a denied request: none (the function) or sam-rest-api
 #   STACK_LOGS             the servers' log files
-#   STACK_SAM_ARCH, STACK_CONTAINER_DYNAMODB_ENDPOINT (sam): the functions' architecture, and
-#                          DynamoDB Local as their containers reach it
+#   STACK_SAM_ARCH, STACK_CONTAINER_DYNAMODB_ENDPOINT, STACK_CONTAINER_KMS_ENDPOINT (sam): the
+#                          functions' architecture, and DynamoDB Local and KMS (moto) as
+#                          their containers reach them
 #   STACK_DATA_PLANE_BIN   the development data plane's binary (started by the stack unless
 #                          STACK_DATA_PLANE=off: a suite that starts and stops its own)
 #
@@ -30,6 +31,7 @@ stack_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 set -m
 stack_pids=()
 stack_dynamodb_pid=""
+stack_kms_pid=""
 # Files of this stack alone (an in-memory store's checkpoint), removed when it stops.
 stack_files=()
 STACK_LOGS=()
@@ -64,6 +66,10 @@ stack_stop() {
   if [ -n "$stack_dynamodb_pid" ]; then
     "$stack_root/scripts/local.sh" dynamodb-stop "$stack_dynamodb_pid"
     stack_dynamodb_pid=""
+  fi
+  if [ -n "$stack_kms_pid" ]; then
+    kill -TERM "$stack_kms_pid" 2>/dev/null || true
+    stack_kms_pid=""
   fi
   [ "${#stack_files[@]}" = 0 ] || rm -f "${stack_files[@]}"
   stack_files=()
@@ -124,6 +130,24 @@ stack_store() {
   export AWS_REGION=${AWS_REGION:-us-east-1}
   export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
   stack_admin create-tables
+  stack_kms
+}
+
+# stack_kms: KMS for secret values, as moto's server (AWS has no KMS emulator) on a free port,
+# reachable from sam's containers too, with a key of its own: KMS_ENDPOINT and SECRETS_KEY_ID.
+stack_kms() {
+  local port
+  port=$("$stack_root/scripts/local.sh" free-port)
+  stack_kms_pid=$("$stack_root/scripts/local.sh" moto-start "$port" 0.0.0.0)
+  export KMS_PORT=$port KMS_ENDPOINT="http://127.0.0.1:$port"
+  # KMS's JSON protocol; moto checks no signature, but tells the service from the credential
+  # scope of the Authorization header.
+  export SECRETS_KEY_ID
+  SECRETS_KEY_ID=$(curl -sf "$KMS_ENDPOINT/" -H 'X-Amz-Target: TrentService.CreateKey' \
+    -H 'Content-Type: application/x-amz-json-1.1' \
+    -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/kms/aws4_request, SignedHeaders=host, Signature=0' \
+    -d '{"Description": "local secret sets"}' |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["KeyMetadata"]["KeyId"])')
 }
 
 # stack_key ACCOUNT NAMESPACE: prints a new key of the account (created with that namespace if new).
@@ -168,7 +192,7 @@ stack_watch() {
   (cd "$stack_root" && exec "$stack_root/.local/venv/bin/cargo-lambda" lambda watch --quiet \
     --target "$(stack_host_triple)" --invoke-address 127.0.0.1 --invoke-port "$port" \
     ${STACK_WATCH_IGNORE_CHANGES:+--ignore-changes} \
-    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,CURSOR_KEY=$CURSOR_KEY" \
+    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,CURSOR_KEY=$CURSOR_KEY,KMS_ENDPOINT=$KMS_ENDPOINT,SECRETS_KEY_ID=$SECRETS_KEY_ID" \
     --env-var "AWS_REGION=$AWS_REGION,AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY,RUST_LOG=${RUST_LOG:-info}") \
     >"$log" 2>&1 &
   stack_pids+=("$!")
@@ -254,11 +278,14 @@ stack_sam_build() (
 # sam version) and the table names, in place of the template's AWS values.
 stack_sam_env() {
   export STACK_CONTAINER_DYNAMODB_ENDPOINT
-  STACK_CONTAINER_DYNAMODB_ENDPOINT="http://$("$stack_root/scripts/local.sh" docker-bridge-ip):$DYNAMODB_PORT"
+  local bridge
+  bridge=$("$stack_root/scripts/local.sh" docker-bridge-ip)
+  STACK_CONTAINER_DYNAMODB_ENDPOINT="http://$bridge:$DYNAMODB_PORT"
+  export STACK_CONTAINER_KMS_ENDPOINT="http://$bridge:$KMS_PORT"
   cat >"$1" <<JSON
 {"Parameters": {"DYNAMODB_ENDPOINT": "$STACK_CONTAINER_DYNAMODB_ENDPOINT",
   "AGENTS_TABLE": "$AGENTS_TABLE", "ACCOUNTS_TABLE": "$ACCOUNTS_TABLE", "LOGS_TABLE": "$LOGS_TABLE",
-  "CURSOR_KEY": "$CURSOR_KEY"}}
+  "CURSOR_KEY": "$CURSOR_KEY", "KMS_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT", "SECRETS_KEY_ID": "$SECRETS_KEY_ID"}}
 JSON
 }
 

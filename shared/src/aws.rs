@@ -1,4 +1,4 @@
-//! The one DynamoDB client of a function, built at cold start with explicit time and retry
+//! The AWS clients of a function (DynamoDB; KMS where it seals values), built at cold start with explicit time and retry
 //! bounds, so a slow store turns into a 503 well inside the Lambda timeout.
 //!
 //! Built from what Lambda gives a function and nothing else, because init is billed and every
@@ -49,11 +49,36 @@ pub fn dynamodb_client(
     client_from(optional, endpoint)
 }
 
+/// A client for KMS on AWS, or for an emulator (moto's server) when `endpoint` is set; built as
+/// [`dynamodb_client`] is, with the same bounds.
+pub fn kms_client(endpoint: Option<&str>) -> Result<aws_sdk_kms::Client, MissingVariable> {
+    let shared = shared_config(optional, endpoint)?;
+    let mut config = aws_sdk_kms::config::Builder::from(&shared);
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    Ok(aws_sdk_kms::Client::from_conf(config.build()))
+}
+
 /// [`dynamodb_client`] with the environment given as a lookup (tests use a map).
 fn client_from(
     variable: impl Fn(&str) -> Option<String>,
     endpoint: Option<&str>,
 ) -> Result<aws_sdk_dynamodb::Client, MissingVariable> {
+    let shared = shared_config(variable, endpoint)?;
+    let mut config = aws_sdk_dynamodb::config::Builder::from(&shared);
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    Ok(aws_sdk_dynamodb::Client::from_conf(config.build()))
+}
+
+/// What every client of a function shares: region and credentials from the environment (dummies
+/// for a local endpoint), the HTTPS client, the retry and time bounds.
+fn shared_config(
+    variable: impl Fn(&str) -> Option<String>,
+    endpoint: Option<&str>,
+) -> Result<aws_config::SdkConfig, MissingVariable> {
     let region = match (variable(AWS_REGION), endpoint) {
         (Some(region), _) => region,
         (None, Some(_)) => LOCAL_REGION.to_owned(),
@@ -68,21 +93,18 @@ fn client_from(
             "local",
             None,
             None,
-            "dynamodb-local",
+            "local-emulator",
         )),
         (None, None) => return Err(MissingVariable(AWS_ACCESS_KEY_ID)),
     };
-    let mut config = aws_sdk_dynamodb::Config::builder()
+    Ok(aws_config::SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
         .credentials_provider(credentials)
         .http_client(http_client(trust(&region, endpoint)))
         .region(Region::new(region))
         .retry_config(retry_config())
-        .timeout_config(timeout_config());
-    if let Some(endpoint) = endpoint {
-        config = config.endpoint_url(endpoint);
-    }
-    Ok(aws_sdk_dynamodb::Client::from_conf(config.build()))
+        .timeout_config(timeout_config())
+        .build())
 }
 
 pub fn retry_config() -> RetryConfig {

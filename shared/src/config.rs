@@ -43,6 +43,18 @@ pub const LOGS_TABLE: &str = "LOGS_TABLE";
 pub const DYNAMODB_ENDPOINT: &str = "DYNAMODB_ENDPOINT";
 pub const LOG_RETENTION_DAYS: &str = "LOG_RETENTION_DAYS";
 pub const DEFAULT_LOG_RETENTION_DAYS: u32 = 30;
+/// The KMS key secret values' data keys are made under (its ARN or id).
+pub const SECRETS_KEY_ID: &str = "SECRETS_KEY_ID";
+/// KMS's endpoint, set for an emulator (moto's server); unset on AWS.
+pub const KMS_ENDPOINT: &str = "KMS_ENDPOINT";
+/// The region Lambda runs a function in; locally, the one DynamoDB Local's clients name.
+pub const AWS_REGION: &str = "AWS_REGION";
+pub const LOCAL_REGION: &str = "us-east-1";
+
+/// The region this service runs in (a secret set's `region`).
+pub fn region() -> String {
+    optional(AWS_REGION).unwrap_or_else(|| LOCAL_REGION.to_owned())
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {

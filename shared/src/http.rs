@@ -75,6 +75,12 @@ pub mod allow {
     pub const AGENT: &str = "GET, POST, DELETE";
     /// `/v1/agents/{agentName}/logs`.
     pub const AGENT_LOGS: &str = "GET";
+    /// `/v1/secrets`: the list.
+    pub const SECRETS: &str = "GET";
+    /// `/v1/secrets/{setName}`: read, create or change, delete.
+    pub const SECRET_SET: &str = "GET, PUT, DELETE";
+    /// `/v1/secrets/{setName}/{secretKey}`: delete one key.
+    pub const SECRET: &str = "DELETE";
 }
 
 /// A function serves one method of its path. The gateway (an `ANY` route beside the methods'
@@ -118,6 +124,17 @@ impl<T: Serialize> Reply for Json<T> {
     }
 }
 
+/// `{"status": "OK"}`: the answer of a delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StatusOk {
+    pub status: &'static str,
+}
+
+/// A delete's answer, 200 `{"status": "OK"}`.
+pub fn status_ok() -> Json<StatusOk> {
+    Json(StatusOk { status: "OK" })
+}
+
 /// The agent object, 200 with its `ETag`.
 impl Reply for crate::agent::AgentRecord {
     fn into_response(self) -> Response<Body> {
@@ -159,42 +176,57 @@ fn with_etag(mut response: Response<Body>, etag: &str) -> Response<Body> {
     response
 }
 
-/// What every handler of `/v1/agents/{agentName}` and its sub-paths checks first, in the order
-/// the contract answers: the caller's key (401), the method (405), the name (404 when no agent
-/// can have it); the caller and the name, recorded on the current span as `namespace` and
-/// `agent`.
+/// What every handler checks first, in the order the contract answers: the caller's key (401),
+/// then the method (405); the caller recorded on the current span as `namespace`.
+pub async fn route<K: crate::auth::KeyStore>(
+    request: &Request,
+    keys: &K,
+    method: Method,
+    allow: &'static str,
+) -> Result<crate::auth::Principal, ApiError> {
+    let caller = crate::auth::caller(request, keys).await?;
+    require_method(request, method, allow)?;
+    tracing::Span::current().record("namespace", caller.namespace.as_str());
+    Ok(caller)
+}
+
+/// [`route`] for `/v1/agents/{agentName}` and its sub-paths, then the name (404 when no agent
+/// can have it), recorded on the current span as `agent`.
 pub async fn agent_route<K: crate::auth::KeyStore>(
     request: &Request,
     keys: &K,
     method: Method,
     allow: &'static str,
 ) -> Result<(crate::auth::Principal, String), ApiError> {
-    let caller = crate::auth::caller(request, keys).await?;
-    require_method(request, method, allow)?;
+    let caller = route(request, keys, method, allow).await?;
     let name = agent_name(request).ok_or_else(ApiError::no_agent)?;
-    let span = tracing::Span::current();
-    span.record("namespace", caller.namespace.as_str());
-    span.record("agent", name.as_str());
+    tracing::Span::current().record("agent", name.as_str());
     Ok((caller, name))
 }
 
-/// The agent name of a request to `/v1/agents/{agentName}` or one of its sub-paths: the route's
-/// path parameter, or the path itself when the router did not fill the parameter in. `None` when
+/// The agent name of a request to `/v1/agents/{agentName}` or one of its sub-paths. `None` when
 /// it is not a name an agent can have (no such agent can exist: a 404).
 pub fn agent_name(request: &Request) -> Option<String> {
+    path_parameter(request, "agentName", 2).filter(|name| crate::validation::is_dns_label(name))
+}
+
+/// The path parameter `name` of a request: the route's, or the path's segment at `position`
+/// (`/v1/secrets/{setName}`: 2) when the router did not fill the parameters in.
+pub fn path_parameter(request: &Request, name: &str, position: usize) -> Option<String> {
     use lambda_http::RequestExt;
-    let name = match request
+    match request
         .path_parameters_ref()
-        .and_then(|params| params.first("agentName"))
+        .and_then(|params| params.first(name))
     {
-        Some(name) => name.to_owned(),
-        None => {
-            let path = request.raw_http_path();
-            let rest = path.strip_prefix("/v1/agents/")?;
-            rest.split('/').next()?.to_owned()
-        }
-    };
-    crate::validation::is_dns_label(&name).then_some(name)
+        Some(value) => Some(value.to_owned()),
+        None => request
+            .raw_http_path()
+            .trim_start_matches('/')
+            .split('/')
+            .nth(position)
+            .filter(|segment| !segment.is_empty())
+            .map(str::to_owned),
+    }
 }
 
 /// The response for a handler's result.

@@ -1,7 +1,7 @@
 //! Everything the functions share: the domain (agents, manifests, API keys), its validation,
 //! the one error type and its mapping to HTTP, and the DynamoDB adapter behind small traits.
 //!
-//! Layout (hexagonal): `agent`, `manifest`, `validation`, `auth`, `idempotency` and `logs` are the
+//! Layout (hexagonal): `agent`, `manifest`, `validation`, `auth`, `idempotency`, `secrets` and `logs` are the
 //! domain and know nothing of DynamoDB or Lambda; each port (store trait) lives beside the types
 //! it takes (`agent::AgentStore`, `auth::KeyStore`, `logs::LogStore`), with `error::StoreError`;
 //! `store` only implements them (DynamoDB, and an in-memory fake for tests); `http` is the only
@@ -21,6 +21,9 @@ pub mod lambda;
 pub mod logs;
 pub mod manifest;
 pub mod namespace;
+pub mod paging;
+pub mod races;
+pub mod secrets;
 pub mod store;
 pub mod strict_json;
 pub mod telemetry;

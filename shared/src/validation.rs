@@ -269,6 +269,27 @@ impl JsonObject {
         })
     }
 
+    /// An array of objects, each read as an object at `name[i]`.
+    pub fn take_objects(&mut self, name: &str) -> Result<Member<Vec<JsonObject>>, ApiError> {
+        self.take_with(name, |this, value| match value {
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(index, item)| {
+                    let path = format!("{}[{index}]", this.path_of(name));
+                    match item {
+                        Value::Object(members) => Ok(JsonObject { path, members }),
+                        other => Err(ApiError::bad_request(
+                            path.clone(),
+                            format!("{path} must be an object, not {}", kind_of(&other)),
+                        )),
+                    }
+                })
+                .collect(),
+            other => Err(this.wrong_type(name, "an array of objects", &other)),
+        })
+    }
+
     /// Rejects the first member (in name order, so the answer is stable) nobody took.
     pub fn finish(self) -> Result<(), ApiError> {
         match self.members.keys().next() {

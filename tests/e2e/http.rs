@@ -8,6 +8,7 @@
 //! subscription batches sent to the stack's Lambda Invoke API); accounts and keys are made and
 //! revoked in the stack's tables, as the operator command does.
 
+mod secrets;
 mod walkthrough;
 
 use integration_tests::stack::{Answer, Denial, Stack, bearer};

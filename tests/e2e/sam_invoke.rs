@@ -5,7 +5,8 @@
 //! runs it.
 //!
 //! Besides the stack's variables (tests/src/stack.rs), it reads `STACK_SAM_ARCH` and
-//! `STACK_CONTAINER_DYNAMODB_ENDPOINT` (DynamoDB Local as the functions' containers reach it).
+//! `STACK_CONTAINER_DYNAMODB_ENDPOINT` and `STACK_CONTAINER_KMS_ENDPOINT` (DynamoDB Local and
+//! moto's KMS as the functions' containers reach them), and `SECRETS_KEY_ID`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -177,6 +178,65 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         "DeploymentStatusFunction",
         Report("refused"),
     )],
+    &[(
+        "put-secret-set.json",
+        "PutSecretSetFunction",
+        Http(200, None),
+    )],
+    &[(
+        "put-secret-set-invalid.json",
+        "PutSecretSetFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[(
+        "put-image-pull-secret.json",
+        "PutSecretSetFunction",
+        Http(200, None),
+    )],
+    &[(
+        "list-secret-sets.json",
+        "ListSecretSetsFunction",
+        Http(200, None),
+    )],
+    &[(
+        "get-secret-set.json",
+        "GetSecretSetFunction",
+        Http(200, None),
+    )],
+    &[(
+        "get-secret-set-unknown.json",
+        "GetSecretSetFunction",
+        Http(404, Some("NOT_FOUND")),
+    )],
+    &[(
+        "get-secret-set-wrong-method.json",
+        "GetSecretSetFunction",
+        Http(405, Some("METHOD_NOT_ALLOWED")),
+    )],
+    &[
+        (
+            "delete-secret.json",
+            "DeleteSecretFunction",
+            Http(200, None),
+        ),
+        (
+            "delete-secret.json",
+            "DeleteSecretFunction",
+            Http(404, Some("NOT_FOUND")),
+        ),
+    ],
+    &[
+        (
+            "delete-secret-set.json",
+            "DeleteSecretSetFunction",
+            Http(200, None),
+        ),
+        (
+            "delete-secret-set.json",
+            "DeleteSecretSetFunction",
+            Http(404, Some("NOT_FOUND")),
+        ),
+    ],
     &[("authorizer.json", "AuthorizerFunction", Authorized(false))],
     &[(
         "authorizer-malformed.json",
@@ -214,6 +274,7 @@ async fn prepare() -> (DynamoStore, PathBuf) {
     tables::create_all(&client, &names).await.unwrap();
     let store = DynamoStore::new(client, names.clone());
     seed_fixture_agents(&store).await.unwrap();
+    shared::testing::seed_fixture_sets(&store).await.unwrap();
 
     let env_file = workspace().join(format!(".local/sam-invoke-env-{suffix}.json"));
     let env = json!({"Parameters": {
@@ -222,6 +283,8 @@ async fn prepare() -> (DynamoStore, PathBuf) {
         "ACCOUNTS_TABLE": names.accounts,
         "LOGS_TABLE": names.logs,
         "CURSOR_KEY": "sam-invoke-cursor-secret-of-32-bytes-or-more",
+        "KMS_ENDPOINT": variable("STACK_CONTAINER_KMS_ENDPOINT"),
+        "SECRETS_KEY_ID": variable("SECRETS_KEY_ID"),
     }});
     std::fs::write(&env_file, env.to_string()).unwrap();
     (store, env_file)

@@ -1,5 +1,5 @@
 //! Servers a test starts for itself, through scripts/local.sh (which installs them on first
-//! use), and stops when dropped: moto's server for SQS and API Gateway, and a DynamoDB Local that keeps its data
+//! use), and stops when dropped: moto's server for SQS, KMS and API Gateway, and a DynamoDB Local that keeps its data
 //! on disk so that it can be killed and started again.
 
 use std::path::PathBuf;
@@ -70,6 +70,24 @@ impl Moto {
             .http_client(shared::aws::http_client(shared::aws::Trust::System))
             .build();
         aws_sdk_apigateway::Client::from_conf(config)
+    }
+}
+
+impl Moto {
+    /// A KMS client of the emulator, built as the functions build theirs.
+    pub fn kms(&self) -> aws_sdk_kms::Client {
+        shared::aws::kms_client(Some(&self.endpoint)).expect("a KMS client for moto")
+    }
+
+    /// A new symmetric KMS key of the emulator: its id.
+    pub async fn kms_key(&self) -> String {
+        let created = self
+            .kms()
+            .create_key()
+            .send()
+            .await
+            .expect("CreateKey on moto");
+        created.key_metadata.expect("key metadata").key_id
     }
 }
 

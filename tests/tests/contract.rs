@@ -174,6 +174,14 @@ fn routes_agree_across_router_template_and_openapi() {
             ("POST".to_owned(), "/v1/agents/{agentName}".to_owned()),
             ("DELETE".to_owned(), "/v1/agents/{agentName}".to_owned()),
             ("GET".to_owned(), "/v1/agents/{agentName}/logs".to_owned()),
+            ("GET".to_owned(), "/v1/secrets".to_owned()),
+            ("GET".to_owned(), "/v1/secrets/{setName}".to_owned()),
+            ("PUT".to_owned(), "/v1/secrets/{setName}".to_owned()),
+            ("DELETE".to_owned(), "/v1/secrets/{setName}".to_owned()),
+            (
+                "DELETE".to_owned(),
+                "/v1/secrets/{setName}/{secretKey}".to_owned()
+            ),
         ])
     );
 }
@@ -367,6 +375,17 @@ async fn call_function(
         "update-agent" => update_agent::handle(s, s, request).await,
         "delete-agent" => delete_agent::handle(s, s, request).await,
         "agent-logs" => agent_logs::handle(s, s, s, settings, request).await,
+        "put-secret-set" => {
+            let kms = shared::testing::data_keys::FakeKms::default();
+            put_secret_set::handle(s, &kms, s, "us-east-1", request).await
+        }
+        "list-secret-sets" => {
+            let key = &integration_tests::CURSOR_KEY;
+            list_secret_sets::handle(s, s, key, "us-east-1", request).await
+        }
+        "get-secret-set" => get_secret_set::handle(s, s, "us-east-1", request).await,
+        "delete-secret-set" => delete_secret_set::handle(s, s, request).await,
+        "delete-secret" => delete_secret::handle(s, s, request).await,
         other => panic!("no HTTP function {other}"),
     }
 }
@@ -389,7 +408,10 @@ async fn wrong_methods_are_405_with_allow() {
             .copied()
             .filter(|m| documented.contains(&((*m).to_owned(), path.clone())))
             .collect();
-        let concrete = path.replace("{agentName}", "my-agent");
+        let concrete = path
+            .replace("{agentName}", "my-agent")
+            .replace("{setName}", "my-set")
+            .replace("{secretKey}", "MY_KEY");
         let mut request = integration_tests::agent_request(&method, &key, "my-agent", None);
         *request.uri_mut() = format!("https://api.example.com{concrete}")
             .parse()

@@ -13,7 +13,7 @@ use integration_tests::TestStore;
 use integration_tests::contract_model::{self, Account, Answer};
 use lambda_http::{Body, Request, RequestExt, Response};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Value, json};
 use shared::agent::AgentStore;
 use shared::auth::{ApiKey, Principal};
@@ -420,7 +420,13 @@ fn ten_thousand_generated_creates_get_the_answer_the_contract_gives_each() {
     let key = store.issue_key(&caller());
     let valid = format!("Bearer {}", key.expose());
     let account = std::cell::RefCell::new(Account::default());
-    let mut runner = TestRunner::new(config(CASES));
+    // One fixed sequence of requests: the check at the end asks for rare answers (a key used
+    // again with another body after a 201 is a 422), which a random seed missed about one run in
+    // six; each answer is still checked against the model.
+    let mut runner = TestRunner::new_with_rng(
+        config(CASES),
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
     let statuses: std::cell::RefCell<HashMap<u16, u32>> = Default::default();
     runner
         .run(
@@ -459,6 +465,7 @@ fn ten_thousand_generated_creates_get_the_answer_the_contract_gives_each() {
         .unwrap();
     // The generator reaches the interesting answers, not only one kind of refusal.
     let statuses = statuses.into_inner();
+    println!("answers by status: {statuses:?}");
     for status in [201, 400, 401, 405, 409, 413, 415, 422] {
         assert!(
             statuses.get(&status).copied().unwrap_or(0) > 0,

@@ -10,6 +10,11 @@ use shared::agent::AgentStore;
 
 const CALLERS: usize = 50;
 
+/// One race at a time: each test sets fifty callers against one store, and two tests at once
+/// would be a hundred, on a DynamoDB Local that answers a transaction in tens of milliseconds;
+/// the updates' race would then outlast its deadline (a 503) for want of store time.
+static ONE_RACE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Sends every request to the create handler at once and returns the responses in order.
 async fn create_concurrently(
     store: &Arc<TestStore>,
@@ -56,6 +61,7 @@ fn creates_with_key(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_creates_of_one_name_give_one_agent() {
+    let _race = ONE_RACE_AT_A_TIME.lock().await;
     let store = Arc::new(TestStore::new().await);
     let (caller, key) = store.account_with_key("acme").await;
     let bodies = (0..CALLERS)
@@ -86,6 +92,7 @@ async fn fifty_creates_of_one_name_give_one_agent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_creates_of_different_names_all_land() {
+    let _race = ONE_RACE_AT_A_TIME.lock().await;
     let store = Arc::new(TestStore::new().await);
     let (caller, key) = store.account_with_key("acme").await;
     let bodies = (0..CALLERS)
@@ -101,6 +108,7 @@ async fn fifty_creates_of_different_names_all_land() {
 /// the rest replay it byte for byte.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_requests_with_one_key_create_once() {
+    let _race = ONE_RACE_AT_A_TIME.lock().await;
     let store = Arc::new(TestStore::new().await);
     let (caller, key) = store.account_with_key("acme").await;
     let body = json!({"serviceName": "retried", "image": "ghcr.io/acme/agent:1.0"});
@@ -135,6 +143,7 @@ async fn concurrent_requests_with_one_key_create_once() {
 /// Racing requests with one key but different bodies: one lands, the others are 422.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_different_bodies_with_one_key_land_once() {
+    let _race = ONE_RACE_AT_A_TIME.lock().await;
     let store = Arc::new(TestStore::new().await);
     let (caller, key) = store.account_with_key("acme").await;
     let bodies = (0..CALLERS)
@@ -159,6 +168,7 @@ async fn concurrent_different_bodies_with_one_key_land_once() {
 /// one is one of them, and reading the agent agrees with the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_updates_of_one_agent_are_all_kept() {
+    let _race = ONE_RACE_AT_A_TIME.lock().await;
     let store = Arc::new(TestStore::new().await);
     let (caller, key) = store.account_with_key("acme").await;
     let created = integration_tests::create_named_agent(&store, &key, "contested").await;

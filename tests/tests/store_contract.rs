@@ -1,4 +1,4 @@
-//! The agent and account ports' promises (shared::testing::store_contract), kept by both stores:
+//! The agent, account and secret set ports' promises (shared::testing::store_contract), kept by both stores:
 //! the in-memory store the handlers' unit tests run on, and the DynamoDB adapter on DynamoDB
 //! Local. A promise the fake keeps and the real store breaks, or the other way round, fails here.
 
@@ -16,4 +16,10 @@ async fn agents_on_the_memory_store_and_dynamodb_local() {
 async fn accounts_on_the_memory_store_and_dynamodb_local() {
     store_contract::accounts(&MemoryStore::default()).await;
     store_contract::accounts(&TestStore::new().await.store).await;
+}
+
+#[tokio::test]
+async fn secret_sets_on_the_memory_store_and_dynamodb_local() {
+    store_contract::secret_sets(&MemoryStore::default()).await;
+    store_contract::secret_sets(&TestStore::new().await.store).await;
 }

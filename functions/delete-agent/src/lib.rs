@@ -4,17 +4,10 @@
 
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
-use serde::Serialize;
 use shared::ApiError;
 use shared::agent::{AgentStore, lifecycle};
 use shared::auth::KeyStore;
-use shared::http::{Json, allow};
-
-/// The answer to a delete.
-#[derive(Debug, Serialize)]
-pub struct Deleted {
-    pub status: &'static str,
-}
+use shared::http::{Json, StatusOk, allow};
 
 pub async fn handle<A: AgentStore, K: KeyStore>(
     agents: &A,
@@ -29,11 +22,11 @@ async fn delete_agent<A: AgentStore, K: KeyStore>(
     agents: &A,
     keys: &K,
     request: &Request,
-) -> Result<Json<Deleted>, ApiError> {
+) -> Result<Json<StatusOk>, ApiError> {
     let (caller, name) =
         shared::http::agent_route(request, keys, Method::DELETE, allow::AGENT).await?;
     lifecycle::delete(agents, &caller, &name).await?;
-    Ok(Json(Deleted { status: "OK" }))
+    Ok(shared::http::status_ok())
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ async fn list_agents<A: AgentStore, K: KeyStore>(
     let query = ListQuery::from_params(
         params.into_iter().flat_map(|params| params.iter()),
         cursor_key,
+        &listing::CURSOR_FORMAT,
         &caller.namespace,
     )?;
     let list = listing::list(agents, &caller.namespace, &query, cursor_key).await?;

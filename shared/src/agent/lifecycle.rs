@@ -7,8 +7,6 @@
 //! and reports are never lost; with `If-Match` the caller pinned the version, and the agent read
 //! again at another version is a 412 instead.
 
-use std::time::{Duration, Instant};
-
 use http::StatusCode;
 use time::OffsetDateTime;
 
@@ -20,11 +18,8 @@ use crate::ApiError;
 use crate::auth::Principal;
 use crate::error::StoreError;
 use crate::idempotency::{self, IdempotencyRecord};
+use crate::races::Races;
 use crate::timestamp::rfc3339_millis;
-
-/// How long a write that keeps losing races to other writers of one agent is tried again
-/// before the caller is told to come back (a 503), well inside the functions' 10 s timeout.
-const RACE_DEADLINE: Duration = Duration::from_secs(6);
 
 /// An `If-Match` header: `*`, or a list of entity tags (strong comparison: a weak tag never
 /// matches, RFC 9110 section 13.1.1).
@@ -114,36 +109,6 @@ fn replay(first: &IdempotencyRecord, idempotent: Option<&Idempotent>) -> Result<
         status,
         body: body.to_owned(),
     })
-}
-
-/// Races lost so far, and when to give up.
-struct Races {
-    lost: u32,
-    deadline: Instant,
-}
-
-impl Races {
-    fn new() -> Self {
-        Races {
-            lost: 0,
-            deadline: Instant::now() + RACE_DEADLINE,
-        }
-    }
-
-    /// Waits before the next attempt (jittered, the window growing to a second), or says the
-    /// deadline passed.
-    async fn lost(&mut self) -> Result<(), StoreError> {
-        self.lost += 1;
-        if Instant::now() >= self.deadline {
-            return Err(StoreError::Throttled(
-                format!("the agent changed under {} writes in a row", self.lost).into(),
-            ));
-        }
-        let ceiling = (25u64 << self.lost.min(6)).min(1_000);
-        let wait = rand::random_range(1..=ceiling);
-        tokio::time::sleep(Duration::from_millis(wait)).await;
-        Ok(())
-    }
 }
 
 /// POST /v1/agents: the agent of `changes` and its first deployment, in the caller's account.

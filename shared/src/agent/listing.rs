@@ -6,12 +6,9 @@ use super::record::AgentRecord;
 use super::store::AgentStore;
 use crate::ApiError;
 use crate::cursor::{CursorFormat, CursorKey};
-use crate::validation::{MAX_NAME_LENGTH, QueryParameters, is_dns_label};
+use crate::validation::{MAX_NAME_LENGTH, is_dns_label};
 
-pub const DEFAULT_LIMIT: usize = 100;
-pub const MAX_LIMIT: usize = 100;
-/// The query parameters the list takes; any other is a 400 naming it.
-pub const PARAMETERS: &[&str] = &["limit", "cursor"];
+pub use crate::paging::ListQuery;
 
 /// One agent of the list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -50,13 +47,6 @@ pub struct AgentList {
     pub next_cursor: Option<String>,
 }
 
-/// A list request: how many, and after which name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListQuery {
-    pub limit: usize,
-    pub after: Option<String>,
-}
-
 /// The list's cursors (the route's share of the one cursor format): the name of a page's last
 /// agent, bound to the account whose list it is.
 pub const CURSOR_FORMAT: CursorFormat = CursorFormat {
@@ -68,36 +58,6 @@ pub const CURSOR_FORMAT: CursorFormat = CursorFormat {
 /// The cursor that continues the account's list after the agent `name`.
 pub fn cursor(key: &CursorKey, namespace: &str, name: &str) -> String {
     key.encode(&CURSOR_FORMAT, namespace, name)
-}
-
-impl ListQuery {
-    /// Reads the query parameters of a list of the account `namespace` (each at most once; an
-    /// empty value is an absent one).
-    pub fn from_params<'a>(
-        params: impl IntoIterator<Item = (&'a str, &'a str)>,
-        key: &CursorKey,
-        namespace: &str,
-    ) -> Result<Self, ApiError> {
-        let params = QueryParameters::read(params, PARAMETERS)?;
-        let limit = match params.get("limit") {
-            None => DEFAULT_LIMIT,
-            Some(value) => value
-                .parse()
-                .ok()
-                .filter(|limit| (1..=MAX_LIMIT).contains(limit))
-                .ok_or_else(|| {
-                    ApiError::bad_request(
-                        "limit",
-                        format!("limit must be an integer from 1 to {MAX_LIMIT}"),
-                    )
-                })?,
-        };
-        let after = params
-            .get("cursor")
-            .map(|cursor| key.decode(&CURSOR_FORMAT, cursor, namespace))
-            .transpose()?;
-        Ok(ListQuery { limit, after })
-    }
 }
 
 /// A page of the account `namespace`'s agents, and the cursor after it when more follow.
@@ -130,7 +90,7 @@ mod tests {
     const KEY: CursorKey = CursorKey::from_bytes([3; 32]);
 
     fn parse(pairs: &[(&str, &str)]) -> Result<ListQuery, ApiError> {
-        ListQuery::from_params(pairs.iter().copied(), &KEY, "acme-ns")
+        ListQuery::from_params(pairs.iter().copied(), &KEY, &CURSOR_FORMAT, "acme-ns")
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Adapters of the ports the domain defines beside its types (`agent::AgentStore`,
-//! `auth::KeyStore`, `logs::LogStore`): [`dynamodb`], the real one, where all item mapping lives;
+//! `auth::KeyStore`, `logs::LogStore`, `secrets::SecretStore`, `secrets::DataKeys`): [`dynamodb`],
+//! the real one, where all item mapping lives; [`kms`], the data keys of secret values;
 //! and [`memory`], an in-memory fake for fast handler tests (feature `test-support`), never the
 //! only test of storage. `store` depends on the domain, never the other way round.
 
 pub mod dynamodb;
+pub mod kms;
 #[cfg(any(test, feature = "test-support"))]
 pub mod memory;
 pub mod tables;

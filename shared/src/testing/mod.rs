@@ -2,6 +2,7 @@
 //! the in-memory store and, through `sam local invoke`, on DynamoDB Local). Feature
 //! `test-support` only.
 
+pub mod data_keys;
 pub mod store_contract;
 
 use crate::agent::{AgentRecord, AgentStore, ConfigChanges, CreateOutcome};
@@ -60,4 +61,41 @@ pub async fn seeded_memory_store() -> crate::store::memory::MemoryStore {
         .await
         .unwrap_or_else(|e| panic!("seeding the fixtures' agents: {e}"));
     store
+}
+
+/// The secret sets of the fixtures, in `dev-local`: `fixture-keys` (read, a key deleted) and
+/// `old-keys` (deleted), their keys' values left out (no fixture reads one).
+pub async fn seed_fixture_sets<S: crate::secrets::store::SecretStore>(
+    store: &S,
+) -> Result<(), StoreError> {
+    use crate::secrets::store::KeyEntry;
+    let at = "2026-11-24T10:00:00.000Z";
+    for (name, keys) in [
+        ("fixture-keys", &["OLD_KEY", "OPENAI_API_KEY"][..]),
+        ("old-keys", &["A"][..]),
+    ] {
+        let set = crate::secrets::store::SecretSetRecord {
+            namespace: dev_owner().namespace,
+            name: name.to_owned(),
+            set_type: crate::secrets::SetType::Secret,
+            host: None,
+            keys: keys
+                .iter()
+                .map(|key| {
+                    let entry = KeyEntry {
+                        value_id: format!("fixture-{key}"),
+                        bytes: 8,
+                        updated_at: at.to_owned(),
+                    };
+                    (key.to_string(), entry)
+                })
+                .collect(),
+            used_by: Default::default(),
+            version: 1,
+            created_at: at.to_owned(),
+            updated_at: at.to_owned(),
+        };
+        store.write_set(None, &set).await?;
+    }
+    Ok(())
 }

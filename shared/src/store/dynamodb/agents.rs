@@ -220,15 +220,14 @@ impl AgentStore for DynamoStore {
             .send()
             .await
             .map_err(classify)?;
-        let mut agents = output
+        let agents = output
             .items
             .unwrap_or_default()
             .into_iter()
             .map(|item| serde_dynamo::from_item::<_, AgentItem>(item).map(AgentRecord::from))
             .collect::<Result<Vec<_>, _>>()
             .map_err(mapping)?;
-        let more = agents.len() > limit;
-        agents.truncate(limit);
+        let (agents, more) = crate::paging::split_page(agents, limit);
         Ok(AgentPage { agents, more })
     }
 

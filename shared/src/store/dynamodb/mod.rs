@@ -23,6 +23,8 @@ pub mod agents;
 pub mod first_slice;
 pub mod items;
 pub mod logs;
+pub mod secret_items;
+pub mod secrets;
 
 type Item = HashMap<String, AttributeValue>;
 

@@ -15,7 +15,8 @@ use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
 use crate::logs::{ChunkRequest, ChunksRead, LogChunk, LogStore, Order};
 
-/// One service's lines: position → (line, expires at).
+mod secrets;
+
 /// A service's chunks by key.
 type ServiceLog = BTreeMap<String, LogChunk>;
 
@@ -76,12 +77,22 @@ struct Accounts {
     handles: BTreeMap<(String, String), KeyHash>,
 }
 
+/// Secret sets and their sealed values (secrets.rs).
+#[derive(Debug, Default)]
+struct Secrets {
+    /// (namespace, name) → set.
+    sets: BTreeMap<(String, String), crate::secrets::store::SecretSetRecord>,
+    /// (namespace, set, key, value id) → sealed value.
+    values: BTreeMap<(String, String, String, String), crate::secrets::seal::Sealed>,
+}
+
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     agents: Mutex<Agents>,
     accounts: Mutex<Accounts>,
     keys: Mutex<HashMap<KeyHash, KeyRecord>>,
     logs: Mutex<HashMap<String, ServiceLog>>,
+    secrets: Mutex<Secrets>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -194,8 +205,7 @@ impl AgentStore for MemoryStore {
             .map(|(_, agent)| agent.clone())
             .collect();
         agents.sort_by(|a, b| a.name.cmp(&b.name));
-        let more = agents.len() > limit;
-        agents.truncate(limit);
+        let (agents, more) = crate::paging::split_page(agents, limit);
         Ok(AgentPage { agents, more })
     }
 

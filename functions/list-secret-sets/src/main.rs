@@ -1,0 +1,23 @@
+//! Wiring only: logs, configuration, the cursor key and the DynamoDB client once at cold start,
+//! then the loop.
+
+use lambda_http::{Error, service_fn};
+use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE};
+use shared::cursor::{CURSOR_KEY_VARIABLE, CursorKey};
+use shared::lambda::run;
+use shared::store::dynamodb::DynamoStore;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    let (store, _) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE])?;
+    let cursor_key = CursorKey::from_secret(&shared::config::required(CURSOR_KEY_VARIABLE)?)?;
+    let region = shared::config::region();
+    let (store, cursor_key, region) = (&store, &cursor_key, region.as_str());
+    run(service_fn(move |request| async move {
+        Ok::<_, std::convert::Infallible>(
+            list_secret_sets::handle(store, store, cursor_key, region, request).await,
+        )
+    }))
+    .await
+}

@@ -1,0 +1,160 @@
+//! Secret sets through the stack (contract section 10): made, changed key by key, listed and
+//! read by name only, deleted; a value is in no answer; another account sees none of it.
+
+use integration_tests::stack::{Answer, Stack, bearer};
+use reqwest::Method;
+use serde_json::{Value, json};
+use shared::auth::ApiKey;
+
+async fn put(stack: &Stack, key: &ApiKey, set: &str, body: &Value) -> Answer {
+    let body = body.clone();
+    stack
+        .call(
+            Method::PUT,
+            &format!("/secrets/{set}"),
+            Some(&bearer(key)),
+            |r| r.json(&body),
+        )
+        .await
+}
+
+async fn call(stack: &Stack, key: &ApiKey, method: Method, path: &str) -> Answer {
+    stack.call(method, path, Some(&bearer(key)), |r| r).await
+}
+
+#[tokio::test]
+async fn a_set_is_made_changed_read_by_name_and_deleted_and_its_values_never_come_back() {
+    let stack = Stack::from_env();
+    let (_, key) = stack.account("secrets").await;
+    let planted = format!("sk-planted-{}", uuid::Uuid::new_v4().simple());
+    let mut answers: Vec<Answer> = Vec::new();
+
+    // The anchor's CLI form: one key a request, with the set's name.
+    let first = put(
+        &stack,
+        &key,
+        "voice-keys",
+        &json!({"name": "voice-keys",
+        "isImagePullSecret": false, "secretKey": "OPENAI_API_KEY", "secretValue": planted}),
+    )
+    .await;
+    assert_eq!(first.status, 200, "{:?}", first.body);
+    assert_eq!(first.body["name"], "voice-keys");
+    assert_eq!(first.body["type"], "secret");
+    answers.push(first);
+    let second = put(
+        &stack,
+        &key,
+        "voice-keys",
+        &json!({"secrets": [
+        {"secretKey": "DEEPGRAM_API_KEY", "secretValue": format!("{planted}-2")}]}),
+    )
+    .await;
+    assert_eq!(second.status, 200, "{:?}", second.body);
+    answers.push(second);
+
+    let read = call(&stack, &key, Method::GET, "/secrets/voice-keys").await;
+    assert_eq!(read.status, 200, "{:?}", read.body);
+    let names: Vec<&str> = read.body["secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["fieldName"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["DEEPGRAM_API_KEY", "OPENAI_API_KEY"]);
+    answers.push(read);
+    let list = call(&stack, &key, Method::GET, "/secrets").await;
+    assert_eq!(list.status, 200);
+    assert_eq!(list.body["sets"][0]["name"], "voice-keys");
+    answers.push(list);
+
+    // Bad input: 400 naming the member, and the set reads the same after.
+    let bad = put(
+        &stack,
+        &key,
+        "voice-keys",
+        &json!({"secretKey": "bad key", "secretValue": planted}),
+    )
+    .await;
+    assert_eq!(
+        (bad.status, bad.body["field"].as_str()),
+        (400, Some("secretKey"))
+    );
+    answers.push(bad);
+    let unchanged = call(&stack, &key, Method::GET, "/secrets/voice-keys").await;
+    assert_eq!(unchanged.body, answers[2].body);
+
+    let unset = call(
+        &stack,
+        &key,
+        Method::DELETE,
+        "/secrets/voice-keys/OPENAI_API_KEY",
+    )
+    .await;
+    assert_eq!((unset.status, &unset.body), (200, &json!({"status": "OK"})));
+    let again = call(
+        &stack,
+        &key,
+        Method::DELETE,
+        "/secrets/voice-keys/OPENAI_API_KEY",
+    )
+    .await;
+    assert_eq!(again.status, 404);
+    let deleted = call(&stack, &key, Method::DELETE, "/secrets/voice-keys").await;
+    assert_eq!(deleted.status, 200);
+    assert_eq!(
+        call(&stack, &key, Method::GET, "/secrets/voice-keys")
+            .await
+            .status,
+        404
+    );
+    answers.extend([unset, again, deleted]);
+
+    for answer in &answers {
+        let text = answer.body.to_string();
+        assert!(
+            !text.contains(&planted) && !text.contains(&planted[..16]),
+            "{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn another_accounts_key_sees_404_for_every_secrets_route() {
+    let stack = Stack::from_env();
+    let (_, alice) = stack.account("alice-secrets").await;
+    let (_, bob) = stack.account("bob-secrets").await;
+    let made = put(
+        &stack,
+        &alice,
+        "alice-keys",
+        &json!({"secretKey": "A", "secretValue": "alices"}),
+    )
+    .await;
+    assert_eq!(made.status, 200, "{:?}", made.body);
+    for (method, path) in [
+        (Method::GET, "/secrets/alice-keys"),
+        (Method::DELETE, "/secrets/alice-keys/A"),
+        (Method::DELETE, "/secrets/alice-keys"),
+    ] {
+        let answer = call(&stack, &bob, method.clone(), path).await;
+        assert_eq!(answer.status, 404, "{method} {path}: {:?}", answer.body);
+    }
+    let listed = call(&stack, &bob, Method::GET, "/secrets").await;
+    assert_eq!(listed.body["sets"], json!([]));
+    // Bob's PUT of the same name makes his own set; Alice's is unchanged.
+    assert_eq!(
+        put(
+            &stack,
+            &bob,
+            "alice-keys",
+            &json!({"secretKey": "B", "secretValue": "bobs"})
+        )
+        .await
+        .status,
+        200
+    );
+    let alices = call(&stack, &alice, Method::GET, "/secrets/alice-keys").await;
+    assert_eq!(alices.body["secrets"].as_array().unwrap().len(), 1);
+    assert_eq!(alices.body["secrets"][0]["fieldName"], "A");
+}
