@@ -20,7 +20,7 @@ use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider, SharedHttpClient};
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore, rustls_provider::CryptoMode};
 
-use crate::config::{MissingVariable, optional};
+use crate::config::{AWS_REGION, LOCAL_REGION, MissingVariable, optional};
 
 /// Attempts per call (the first and two retries, with the SDK's jittered backoff).
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -28,15 +28,11 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(1_000);
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(1_500);
 pub const OPERATION_TIMEOUT: Duration = Duration::from_millis(4_000);
 
-pub const AWS_REGION: &str = "AWS_REGION";
 pub const AWS_ACCESS_KEY_ID: &str = "AWS_ACCESS_KEY_ID";
 
 /// The roots of Amazon Trust Services, which every AWS endpoint in the `aws` and `aws-us-gov`
 /// partitions chains to (Amazon Root CA 1-4 and Starfield Services Root G2).
 pub const AMAZON_TRUST_SERVICES_ROOTS: &[u8] = include_bytes!("../certs/amazon-trust-services.pem");
-
-/// Region used with DynamoDB Local when the environment names none (it ignores it).
-const LOCAL_REGION: &str = "us-east-1";
 
 /// A client for DynamoDB on AWS, or for DynamoDB Local when `endpoint` is set.
 ///

@@ -47,8 +47,9 @@ pub const DEFAULT_LOG_RETENTION_DAYS: u32 = 30;
 pub const SECRETS_KEY_ID: &str = "SECRETS_KEY_ID";
 /// KMS's endpoint, set for an emulator (moto's server); unset on AWS.
 pub const KMS_ENDPOINT: &str = "KMS_ENDPOINT";
-/// The region Lambda runs a function in; locally, the one DynamoDB Local's clients name.
+/// The region Lambda runs a function in.
 pub const AWS_REGION: &str = "AWS_REGION";
+/// The region of local runs when the environment names none (DynamoDB Local and moto ignore it).
 pub const LOCAL_REGION: &str = "us-east-1";
 
 /// The region this service runs in (a secret set's `region`).

@@ -7,8 +7,9 @@ use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::auth::KeyStore;
 use shared::http::{Json, allow};
-use shared::secrets::sets::{self, SetView};
+use shared::secrets::sets;
 use shared::secrets::store::SecretStore;
+use shared::secrets::views::SetView;
 
 pub async fn handle<S: SecretStore, K: KeyStore>(
     secrets: &S,

@@ -8,8 +8,9 @@ use shared::auth::KeyStore;
 use shared::cursor::CursorKey;
 use shared::http::{Json, allow};
 use shared::paging::ListQuery;
-use shared::secrets::sets::{self, SetList};
+use shared::secrets::sets;
 use shared::secrets::store::SecretStore;
+use shared::secrets::views::SetList;
 
 pub async fn handle<S: SecretStore, K: KeyStore>(
     secrets: &S,

@@ -8,8 +8,9 @@ use shared::ApiError;
 use shared::auth::KeyStore;
 use shared::http::{Json, allow};
 use shared::secrets::body::SetChange;
-use shared::secrets::sets::{self, PutAnswer};
+use shared::secrets::sets;
 use shared::secrets::store::{DataKeys, SecretStore};
+use shared::secrets::views::PutAnswer;
 
 pub async fn handle<S: SecretStore, D: DataKeys, K: KeyStore>(
     secrets: &S,

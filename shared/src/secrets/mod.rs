@@ -7,6 +7,7 @@ pub mod body;
 pub mod seal;
 pub mod sets;
 pub mod store;
+pub mod views;
 
 use serde::{Deserialize, Serialize};
 

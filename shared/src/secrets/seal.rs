@@ -74,6 +74,13 @@ pub struct Sealed {
     pub ciphertext: Vec<u8>,
 }
 
+impl Sealed {
+    /// The sealed value's length in bytes: the ciphertext without GCM's tag.
+    pub fn value_len(&self) -> usize {
+        self.ciphertext.len().saturating_sub(AES_256_GCM.tag_len())
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SealError {
     #[error("no random nonce could be drawn")]
@@ -148,6 +155,7 @@ mod tests {
         let at = binding("tiny-ferret-1", "voice-keys", "OPENAI_API_KEY");
         let sealed = sealed("sk-planted-secret", &at);
         assert_eq!(open(&KEY, &at, &sealed).unwrap(), b"sk-planted-secret");
+        assert_eq!(sealed.value_len(), "sk-planted-secret".len());
         assert_eq!(sealed.encrypted_key, b"encrypted data key");
         let stored = format!("{sealed:?}");
         assert!(!stored.contains("sk-planted"), "{stored}");
