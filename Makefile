@@ -62,6 +62,7 @@ test: validate
 e2e:
 	@scripts/e2e.sh watch http schemathesis
 	@scripts/e2e.sh watch backlog
+	@scripts/e2e.sh watch plaintext
 	@scripts/e2e.sh sam invoke http
 
 # sam and cfn-lint from PyPI, in .local/tools-venv.

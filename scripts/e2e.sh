@@ -9,7 +9,11 @@
 # fixture of events/ through `sam local invoke`; sam only), schemathesis (openapi.yaml against
 # the API, every check and phase, deterministic; SCHEMATHESIS_EXAMPLES an operation), backlog
 # (tests/e2e/backlog.rs: a burst of deployments and data plane restarts; it starts and stops
-# the data plane itself, so it runs alone, on a stack without one).
+# the data plane itself, so it runs alone, on a stack without one), plaintext
+# (tests/e2e/plaintext.rs: the anchor's CLI round trip on secret sets, then a value planted
+# through the API looked for in every answer, log and DynamoDB Local file under .local/; it runs
+# alone, on a stack whose DynamoDB Local keeps its data on disk, in .local/e2e-dynamodb, with the
+# functions logging at info as deployed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: e2e.sh watch|sam SUITE...}
@@ -21,11 +25,20 @@ if [[ " $* " == *" backlog "* ]]; then
   export STACK_DATA_PLANE=off
 fi
 
+data_dir=""
+if [[ " $* " == *" plaintext "* ]]; then
+  [ $# = 1 ] || { echo "the plaintext suite runs alone" >&2; exit 2; }
+  scripts/local.sh pipecat-cli
+  export PIPECAT_BIN=$PWD/.local/pipecat-venv/bin/pipecat RUST_LOG=info
+  data_dir=.local/e2e-dynamodb
+  rm -rf "$data_dir"
+fi
+
 # Built once for the whole run; the suites then time requests, not compilation.
 cargo build --quiet -p integration-tests --features e2e --tests
 export RUST_LOG=${RUST_LOG:-warn}
 STACK_WATCH_IGNORE_CHANGES=1
-stack_store "$(scripts/local.sh free-port)"
+stack_store "$(scripts/local.sh free-port)" $data_dir
 case "$mode" in
   watch) stack_watch "$(scripts/local.sh free-port)" ;;
   sam)
@@ -51,10 +64,17 @@ schemathesis() {
   curl -s -o /dev/null -X POST "$STACK_API_URL/agents" -H "Authorization: Bearer $key" \
     -H "Content-Type: application/json" -d '{"serviceName":"demo-agent","image":"ghcr.io/acme/agent:1.0"}'
   curl -s -o /dev/null "$STACK_API_URL/agents/demo-agent/logs" -H "Authorization: Bearer $key"
+  # The sets openapi.yaml's examples name, so that its full create example is taken.
+  curl -s -o /dev/null -X PUT "$STACK_API_URL/secrets/bot-secrets" -H "Authorization: Bearer $key" \
+    -H "Content-Type: application/json" -d '{"secretKey":"OPENAI_API_KEY","secretValue":"sk-example"}'
+  curl -s -o /dev/null -X PUT "$STACK_API_URL/secrets/ghcr-pull" -H "Authorization: Bearer $key" \
+    -H "Content-Type: application/json" \
+    -d '{"isImagePullSecret":true,"host":"ghcr.io","secretValue":"dXNlcjp0b2tlbg=="}'
   # The hooks teach it the contract's cross-field rules, which OpenAPI cannot state (see the file).
   local dropped=.local/schemathesis-dropped.log status=0
   : >"$dropped"
   PYTHONPATH=scripts SCHEMATHESIS_HOOKS=schemathesis_hooks SCHEMATHESIS_DROPPED_LOG="$dropped" \
+    SCHEMATHESIS_API_URL="$STACK_API_URL" SCHEMATHESIS_API_KEY="$key" \
     .local/tools-venv/bin/st run openapi.yaml --url "$STACK_API_URL" \
     --header "Authorization: Bearer $key" \
     --checks all --seed 20261122 --max-examples "${SCHEMATHESIS_EXAMPLES:-300}" \
@@ -75,6 +95,7 @@ for suite in "$@"; do
       ;;
     schemathesis) schemathesis ;;
     backlog) suite_cargo backlog ;;
+    plaintext) suite_cargo plaintext ;;
     *) echo "unknown suite $suite" >&2; exit 2 ;;
   esac
   echo "e2e $mode $suite: passed in $(($(date +%s) - started)) s"

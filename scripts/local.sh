@@ -32,6 +32,10 @@ cfn_lint_version="1.58.0"
 schemathesis_version="4.32.5"
 moto_version="5.2.5"
 moto_venv="$local_dir/moto-venv"
+# The anchor's CLI: pipecatcloud provides `pipecat cloud ...` as an extension of pipecat-ai-cli.
+pipecat_cli_version="1.3.0"
+pipecatcloud_version="1.4.0"
+pipecat_venv="$local_dir/pipecat-venv"
 tools_venv="$local_dir/tools-venv"
 
 log() { printf '%s\n' "$*" >&2; }
@@ -82,6 +86,16 @@ ensure_schemathesis() {
   if [ ! -x "$tools_venv/bin/st" ]; then
     log "installing schemathesis $schemathesis_version under .local/tools-venv"
     "$tools_venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
+  fi
+}
+
+# The anchor's CLI, in a venv of its own (its pins are not sam's or moto's).
+ensure_pipecat_cli() {
+  if [ ! -x "$pipecat_venv/bin/pipecat" ]; then
+    log "installing pipecat-ai-cli $pipecat_cli_version and pipecatcloud $pipecatcloud_version under .local/pipecat-venv"
+    python3 -m venv "$pipecat_venv"
+    "$pipecat_venv/bin/pip" install -q --disable-pip-version-check \
+      "pipecat-ai-cli==$pipecat_cli_version" "pipecatcloud==$pipecatcloud_version"
   fi
 }
 
@@ -262,6 +276,7 @@ case "${1:-}" in
   dynamodb-start) shift; dynamodb_start "$@" ;;
   dynamodb-stop) shift; dynamodb_stop "$@" ;;
   moto) ensure_moto ;;
+  pipecat-cli) ensure_pipecat_cli ;;
   moto-start) shift; moto_start "$@" ;;
-  *) log "usage: $0 tools|dynamodb-tools|sam-tools|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|docker-engine|lambda-image ARCH|docker-bridge-ip"; exit 2 ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|pipecat-cli|docker-engine|lambda-image ARCH|docker-bridge-ip"; exit 2 ;;
 esac

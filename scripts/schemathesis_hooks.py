@@ -1,6 +1,6 @@
 """Schemathesis hooks: the contract's cross-field rules, which OpenAPI cannot state.
 
-openapi.yaml describes each parameter and member on its own. Four rules of the contract tie two of
+openapi.yaml describes each parameter and member on its own. Some rules of the contract tie two of
 them together (an update's serviceName is the path's agent name, among them), and a cursor is an
 opaque token the service issued, so schemathesis can generate schema-valid requests that the
 contract requires us to refuse with a 400 (its check ST202). This hook drops such a failure only when the request really breaks one of those rules *and* the answer
@@ -23,6 +23,11 @@ each key comes once. And what earlier requests of the run left in a set is state
 cannot see: a set of the other type (409), a set full at 100 keys or 64 KiB, an account full at
 200 sets (400s). Each is dropped only for the contract's answer naming it.
 
+An agent's `secretSet` and `imagePullSecretSet` must name a set of that type in the account
+(contract section 10), which the generator cannot know: a 400 naming one of them is dropped only
+when the hook, asking the stack (`GET /v1/secrets/{name}` with the run's key), finds no such set
+of that type. The two members never name one set (a set has one type), a rule between members.
+
 One more failure is not the service's: `cargo lambda watch` turns an HTTP request into the API
 Gateway event itself, and for a JSON body or a header value that is not UTF-8 it answers its own
 text/plain 500 before any function runs. API Gateway hands such a body to the function
@@ -38,6 +43,9 @@ import binascii
 import json
 import os
 import re
+import urllib.error
+import urllib.parse
+import urllib.request
 import uuid
 
 import schemathesis
@@ -135,6 +143,9 @@ def _broken_cross_field_rules(case) -> set[str]:
         name = case.body.get("serviceName")
         if agent is not None and name is not None and name != agent:
             broken.add("serviceName")
+        secret_set, pull_set = case.body.get("secretSet"), case.body.get("imagePullSecretSet")
+        if secret_set is not None and secret_set == pull_set:
+            broken.add("imagePullSecretSet")
         scaling = case.body.get("autoScaling")
         if isinstance(scaling, dict):
             low = _integer(scaling.get("minAgents"), DEFAULT_MIN_AGENTS)
@@ -273,6 +284,45 @@ def _is_secret_set_state(failure, case, response) -> bool:
     )
 
 
+_SET_MEMBERS = {"secretSet": "secret", "imagePullSecretSet": "imagePullSecret"}
+
+
+def _stack_set_type(name: str):
+    """The type of the account's set `name` as the stack answers it, None when it has none."""
+    base, key = os.environ.get("SCHEMATHESIS_API_URL"), os.environ.get("SCHEMATHESIS_API_KEY")
+    if not base or not key:
+        return None
+    request = urllib.request.Request(
+        f"{base}/secrets/{urllib.parse.quote(name, safe='')}",
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read()).get("type")
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise
+
+
+def _is_set_not_held(failure, case, response) -> bool:
+    """A 400 naming secretSet or imagePullSecretSet, for a set the account does not hold with
+    that type (asked of the stack, not taken from the answer)."""
+    if failure.code != "ST202" or response.status_code != 400:
+        return False
+    if case.operation.method.upper() != "POST" or not isinstance(case.body, dict):
+        return False
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return False
+    field = body.get("field") if isinstance(body, dict) else None
+    name = case.body.get(field) if field in _SET_MEMBERS else None
+    if not isinstance(name, str) or body.get("code") != "GENERIC_BAD_REQUEST":
+        return False
+    return _stack_set_type(name) != _SET_MEMBERS[field]
+
+
 MAX_BODY_BYTES = 64 * 1024  # bodies over this are a 413 before they are parsed (contract section 1)
 
 
@@ -311,6 +361,8 @@ def filter_failure(context, failure, case, response) -> bool:
         return _record_drop(case, failure, "412 for an If-Match the service never issued")
     if _is_too_large_body(failure, response):
         return _record_drop(case, failure, "413 for a body over 64 KiB (refused before parsing)")
+    if _is_set_not_held(failure, case, response):
+        return _record_drop(case, failure, "400 for a set the account does not hold")
     if _is_secret_set_state(failure, case, response):
         return _record_drop(case, failure, "a secret set's state left by earlier requests")
     if failure.code != "ST202" or response.status_code != 400:

@@ -181,6 +181,7 @@ stack_data_plane() {
     --function-names "$names" --ready-after-ms "${DEV_READY_AFTER_MS:-2000}" \
     --checkpoint "$checkpoint") >"$log" 2>&1 &
   stack_pids+=("$!")
+  export STACK_DATA_PLANE_LOG=$log
   STACK_LOGS+=("$log")
 }
 

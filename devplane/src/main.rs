@@ -9,8 +9,10 @@ use clap::{Parser, ValueEnum};
 use dev_data_plane::checkpoint::Checkpoint;
 use dev_data_plane::cluster::{self, Scheduled};
 use dev_data_plane::pipes::{self, Pipe, Rule};
+use dev_data_plane::secrets::SetReader;
 use dev_data_plane::stream::{self, BoxError, StreamReader, StreamRecord};
 use serde_json::Value;
+use shared::store::kms::KmsKeyOpener;
 use tokio::sync::{Semaphore, mpsc};
 
 /// How the stack names the functions its Invoke API serves.
@@ -50,6 +52,10 @@ struct Cli {
     checkpoint: PathBuf,
     #[arg(long, default_value = "template.yaml")]
     template: String,
+    /// KMS (moto's server locally) to open the secret sets each deployment names; without it,
+    /// sets are not read.
+    #[arg(long, env = "KMS_ENDPOINT")]
+    kms_endpoint: Option<String>,
 }
 
 /// Delivers reports through the stack's Invoke API, a bounded number at a time.
@@ -114,6 +120,7 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
         names: cli.function_names,
         permits: Arc::new(Semaphore::new(usize::from(cli.max_in_flight))),
     };
+    let sets = set_reader(&cli)?.map(Arc::new);
     let ready_after = Duration::from_millis(cli.ready_after_ms);
     // Each delivered (or abandoned) report says which record it was for.
     let (done, mut delivered) = mpsc::unbounded_channel::<(String, String)>();
@@ -123,7 +130,14 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
             Some((shard, sequence)) = delivered.recv() => checkpoint.delivered(&shard, &sequence),
             _ = tick.tick() => {
                 for record in poll(&mut reader).await {
-                    let reports = respond(&pipes, &record, ready_after)?;
+                    let events = publish(&pipes, &record)?;
+                    if let Some(sets) = &sets {
+                        receive_sets(sets, &events);
+                    }
+                    let reports: Vec<Scheduled> = events
+                        .iter()
+                        .flat_map(|event| cluster::respond(event, ready_after))
+                        .collect();
                     checkpoint.read(&record.shard, &record.sequence, reports.len());
                     for scheduled in reports {
                         let (delivery, done) = (delivery.clone(), done.clone());
@@ -151,13 +165,9 @@ async fn poll(reader: &mut StreamReader) -> Vec<StreamRecord> {
     })
 }
 
-/// The reports the simulated cluster sends for a record, through each pipe that publishes it.
-fn respond(
-    pipes: &[Pipe],
-    record: &StreamRecord,
-    ready_after: Duration,
-) -> Result<Vec<Scheduled>, BoxError> {
-    let mut reports = Vec::new();
+/// The events the pipes publish for a record, each said.
+fn publish(pipes: &[Pipe], record: &StreamRecord) -> Result<Vec<Value>, BoxError> {
+    let mut events = Vec::new();
     for pipe in pipes {
         let Some(event) = pipes::publish(pipe, &record.record)? else {
             continue;
@@ -170,9 +180,42 @@ fn respond(
             detail["agentName"].as_str().unwrap_or_default(),
             detail["deploymentId"].as_str().unwrap_or_default()
         );
-        reports.extend(cluster::respond(&event, ready_after));
+        events.push(event);
     }
-    Ok(reports)
+    Ok(events)
+}
+
+/// The secret sets reader, when a KMS is given: the agents table's client and KMS's.
+fn set_reader(cli: &Cli) -> Result<Option<SetReader>, BoxError> {
+    let Some(kms_endpoint) = &cli.kms_endpoint else {
+        println!("dev data plane: no KMS_ENDPOINT, secret sets are not read");
+        return Ok(None);
+    };
+    let dynamodb = shared::aws::dynamodb_client(Some(&cli.endpoint))?;
+    let tables = shared::config::TableNames {
+        agents: cli.agents_table.clone(),
+        accounts: String::new(),
+        logs: String::new(),
+    };
+    Ok(Some(SetReader {
+        store: shared::store::dynamodb::DynamoStore::new(dynamodb, tables),
+        keys: KmsKeyOpener::new(shared::aws::kms_client(Some(kms_endpoint))?),
+    }))
+}
+
+/// Reads the sets each requested deployment names, beside its reports (which do not wait).
+fn receive_sets(sets: &Arc<SetReader>, events: &[Value]) {
+    for event in events {
+        if event["detail-type"] != "Deployment Requested" {
+            continue;
+        }
+        let (sets, event) = (sets.clone(), event.clone());
+        tokio::spawn(async move {
+            for line in sets.receive(&event).await {
+                println!("dev data plane: {line}");
+            }
+        });
+    }
 }
 
 impl Delivery {

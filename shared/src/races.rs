@@ -1,7 +1,10 @@
 //! Writes conditioned on the version they read: a write that loses a race to another writer
 //! reads again and is applied to the newer version, after a jittered wait, until a deadline.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, so that tests on paused time pass the deadline as they pass the waits.
+use tokio::time::Instant;
 
 use crate::error::StoreError;
 

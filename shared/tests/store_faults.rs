@@ -62,10 +62,6 @@ fn cancelled(codes: &[&str]) -> TransactWriteItemsError {
     )
 }
 
-fn status(error: StoreError) -> u16 {
-    ApiError::from(error).status().as_u16()
-}
-
 #[tokio::test]
 async fn a_failed_name_condition_is_name_taken() {
     let rule = mock!(Client::transact_write_items)
@@ -100,14 +96,23 @@ async fn a_lost_race_is_retried_then_succeeds() {
     assert_eq!(rule.num_calls(), 3);
 }
 
-#[tokio::test]
+/// Paused time: the races' waits pass at once, and so does their deadline.
+#[tokio::test(start_paused = true)]
 async fn a_race_lost_every_time_is_a_503() {
     let rule = mock!(Client::transact_write_items)
         .then_error(|| cancelled(&["TransactionConflict", "None"]));
     let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
-    let error = store.create_agent(&agent(), None).await.unwrap_err();
-    assert!(matches!(error, StoreError::Throttled(_)), "{error:?}");
-    assert_eq!(status(error), 503);
+    assert_eq!(
+        store.create_agent(&agent(), None).await.unwrap(),
+        CreateOutcome::Raced
+    );
+    let changes =
+        ConfigChanges::from_json(serde_json::json!({"serviceName": "bot", "image": "agent"}))
+            .unwrap();
+    let error = shared::agent::lifecycle::create(&store, &owner(), changes, None)
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), 503, "{error:?}");
 }
 
 #[tokio::test]

@@ -55,6 +55,11 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         Http(400, Some("GENERIC_BAD_REQUEST")),
     )],
     &[(
+        "create-agent-unknown-set.json",
+        "CreateAgentFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[(
         "create-agent-unknown-member.json",
         "CreateAgentFunction",
         Http(400, Some("GENERIC_BAD_REQUEST")),

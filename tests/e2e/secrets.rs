@@ -158,3 +158,73 @@ async fn another_accounts_key_sees_404_for_every_secrets_route() {
     assert_eq!(alices.body["secrets"].as_array().unwrap().len(), 1);
     assert_eq!(alices.body["secrets"][0]["fieldName"], "A");
 }
+
+async fn post(stack: &Stack, key: &ApiKey, path: &str, body: &Value) -> Answer {
+    let body = body.clone();
+    stack
+        .call(Method::POST, path, Some(&bearer(key)), |r| r.json(&body))
+        .await
+}
+
+#[tokio::test]
+async fn an_agent_names_its_accounts_sets_only_and_a_set_in_use_stays() {
+    let stack = Stack::from_env();
+    let (_, alice) = stack.account("alice-named-sets").await;
+    let (_, bob) = stack.account("bob-named-sets").await;
+    let made = put(
+        &stack,
+        &alice,
+        "voice-env",
+        &json!({"secretKey": "OPENAI_API_KEY", "secretValue": "sk-alice"}),
+    )
+    .await;
+    assert_eq!(made.status, 200, "{:?}", made.body);
+    let agent = json!({"serviceName": "named-bot", "image": "ghcr.io/acme/bot:1.0",
+        "secretSet": "voice-env"});
+
+    // Bob cannot name alice's set: to him it is a name nobody has.
+    let refused = post(&stack, &bob, "/agents", &agent).await;
+    assert_eq!(
+        (refused.status, refused.body["field"].as_str()),
+        (400, Some("secretSet")),
+        "{:?}",
+        refused.body
+    );
+    assert_eq!(
+        call(&stack, &bob, Method::GET, "/agents/named-bot")
+            .await
+            .status,
+        404
+    );
+
+    let created = post(&stack, &alice, "/agents", &agent).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let in_use = call(&stack, &alice, Method::DELETE, "/secrets/voice-env").await;
+    assert_eq!(in_use.status, 409, "{:?}", in_use.body);
+    assert!(in_use.body["error"].as_str().unwrap().contains("named-bot"));
+
+    // A changed value reaches the agent at its next deployment: forceRedeploy makes one.
+    let forced = post(
+        &stack,
+        &alice,
+        "/agents/named-bot",
+        &json!({"forceRedeploy": true}),
+    )
+    .await;
+    assert_eq!(forced.status, 200, "{:?}", forced.body);
+    assert_ne!(
+        forced.body["activeDeploymentId"],
+        created.body["activeDeploymentId"]
+    );
+
+    let dropped = post(
+        &stack,
+        &alice,
+        "/agents/named-bot",
+        &json!({"secretSet": null}),
+    )
+    .await;
+    assert_eq!(dropped.status, 200, "{:?}", dropped.body);
+    let deleted = call(&stack, &alice, Method::DELETE, "/secrets/voice-env").await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+}

@@ -1,5 +1,5 @@
 //! The contract's answer to a request, worked out from the request alone and from what the
-//! account holds: an independent reading of contract sections 1 to 4 (literal values, the
+//! account holds: an independent reading of contract sections 1 to 4 and 10 (literal values, the
 //! contract's order of checks), never the service's own code. The generated-requests test gives
 //! each generated request the answer this model expects.
 //!
@@ -113,6 +113,8 @@ pub const CREATE_MEMBERS: &[&str] = &[
     "noiseViva",
     "agentProfile",
     "enableManagedKeys",
+    // Section 10: the anchor's member, of updates; a create accepts it and always deploys.
+    "forceRedeploy",
 ];
 
 /// What a create body breaks, member by member (contract section 3): the fields, and whether
@@ -165,10 +167,23 @@ fn create_body_faults(members: &Map<String, Value>) -> BodyFaults {
             "enableManagedKeys",
             given("enableManagedKeys").is_some_and(|v| !v.is_boolean()),
         ),
+        (
+            "forceRedeploy",
+            given("forceRedeploy").is_some_and(|v| !v.is_boolean()),
+        ),
     ] {
         if bad {
             fields.insert(name.to_owned());
         }
+    }
+    // A set is of one kind, so the two members never name one set: decided by the body alone.
+    if let (Some(Value::String(secret)), Some(Value::String(pull))) =
+        (given("secretSet"), given("imagePullSecretSet"))
+        && secret == pull
+        && is_name(secret)
+    {
+        fields.insert("secretSet".to_owned());
+        fields.insert("imagePullSecretSet".to_owned());
     }
     match given("autoScaling") {
         None => {}
@@ -267,10 +282,19 @@ pub fn authorized(headers: &HeaderMap, valid: &str) -> bool {
         && value[7..] == valid.as_bytes()[7..]
 }
 
+/// What a secret set holds (contract section 10): keys, or a registry's credentials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetKind {
+    Secret,
+    ImagePull,
+}
+
 /// What one account holds, as far as creates are concerned.
 #[derive(Debug, Default)]
 pub struct Account {
     names: HashSet<String>,
+    /// The account's secret sets by name.
+    sets: HashMap<String, SetKind>,
     /// Idempotency-Key → the body of the request it first answered.
     keys: HashMap<Vec<u8>, Value>,
 }
@@ -302,6 +326,29 @@ impl Account {
 
     pub fn keys(&self) -> usize {
         self.keys.len()
+    }
+
+    /// The account holds a set of this name and kind.
+    pub fn hold_set(&mut self, name: &str, kind: SetKind) {
+        self.sets.insert(name.to_owned(), kind);
+    }
+
+    /// The members of a body whose set the account does not hold with the member's kind
+    /// (contract section 10).
+    fn missing_sets(&self, members: &Map<String, Value>) -> BTreeSet<String> {
+        [
+            ("secretSet", SetKind::Secret),
+            ("imagePullSecretSet", SetKind::ImagePull),
+        ]
+        .into_iter()
+        .filter(|(member, kind)| {
+            members
+                .get(*member)
+                .and_then(Value::as_str)
+                .is_some_and(|name| self.sets.get(name) != Some(kind))
+        })
+        .map(|(member, _)| member.to_owned())
+        .collect()
     }
 
     /// The answers `POST /v1/agents` with these parts may get (one, but where the model cannot
@@ -376,6 +423,9 @@ impl Account {
                 replayed: true,
             },
             Some(_) => CreateOutcome::of(Answer::Status(422)),
+            None if !self.missing_sets(members).is_empty() => {
+                CreateOutcome::of(Answer::Invalid(self.missing_sets(members)))
+            }
             None if self.names.contains(&name) => CreateOutcome::of(Answer::Status(409)),
             None => CreateOutcome {
                 answer: Answer::Status(201),

@@ -86,6 +86,27 @@ impl TestStore {
         )
     }
 
+    /// Secret sets of these names and types in the namespace, made as PUT makes them (one key,
+    /// or registry credentials), a stand-in sealing their values.
+    pub async fn make_sets(&self, namespace: &str, sets: &[(&str, shared::secrets::SetType)]) {
+        use shared::secrets::SetType;
+        use shared::secrets::body::SetChange;
+        let region = shared::config::LOCAL_REGION;
+        for (name, set_type) in sets {
+            let body = match set_type {
+                SetType::Secret => serde_json::json!({"secretKey": "API_KEY", "secretValue": "v"}),
+                // base64 of "user:token".
+                SetType::ImagePullSecret => serde_json::json!({"isImagePullSecret": true,
+                    "host": "ghcr.io", "secretValue": "dXNlcjp0b2tlbg=="}),
+            };
+            let change = SetChange::from_json(name, region, body).unwrap();
+            let kms = shared::testing::data_keys::FakeKms::default();
+            shared::secrets::sets::put(&self.store, &kms, namespace, name, region, change)
+                .await
+                .unwrap_or_else(|e| panic!("making set {name}: {e}"));
+        }
+    }
+
     /// The items of an account's namespace in the agents table (agents, deployments, records).
     pub async fn namespace_items(&self, namespace: &str) -> usize {
         self.store.count_namespace_items(namespace).await.unwrap()

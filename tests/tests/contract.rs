@@ -8,6 +8,7 @@ use integration_tests::{TestStore, bearer, direct_create};
 use lambda_http::Body;
 use serde_json::{Value, json};
 use shared::logs::LogStore;
+use shared::secrets::SetType;
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -248,7 +249,13 @@ fn parts(response: lambda_http::Response<Body>) -> (u16, Value) {
 async fn create_responses_conform_to_the_document() {
     let document = openapi();
     let store = TestStore::new().await;
-    let (_, key) = store.account_with_key("acme").await;
+    let (caller, key) = store.account_with_key("acme").await;
+    store
+        .make_sets(
+            &caller.namespace,
+            &[("pull", SetType::ImagePullSecret), ("env", SetType::Secret)],
+        )
+        .await;
     let auth = bearer(&key);
     let create = |body: Value| direct_create(Some(&auth), &body);
     let handle = |request| create_agent::handle(&store.store, &store.store, request);

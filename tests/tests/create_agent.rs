@@ -3,6 +3,7 @@
 use integration_tests::{TestStore, bearer, direct_create, parts};
 use serde_json::json;
 use shared::agent::AgentStore;
+use shared::secrets::SetType;
 
 async fn create(store: &TestStore, key: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
     let request = direct_create(Some(key), &body);
@@ -27,6 +28,16 @@ fn is_rfc3339_utc(value: &serde_json::Value) -> bool {
 async fn create_answers_201_with_every_member_and_stores_it() {
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
+    store
+        .make_sets(
+            &caller.namespace,
+            &[
+                ("ghcr-pull", SetType::ImagePullSecret),
+                ("voice-bot-secrets", SetType::Secret),
+            ],
+        )
+        .await;
+    let items = store.item_count(&store.agents_table).await;
     let digest = "b".repeat(64);
     let image = format!("registry.example.com:5000/acme/voice-bot:2.3@sha256:{digest}");
     let (status, body) = create(
@@ -109,7 +120,7 @@ async fn create_answers_201_with_every_member_and_stores_it() {
     assert_eq!(serde_json::to_value(stored.created_view()).unwrap(), body);
     assert_eq!(
         store.item_count(&store.agents_table).await,
-        2,
+        items + 2,
         "one agent, one deployment"
     );
 }

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use shared::agent::{AgentConfig, AgentStore};
 use shared::catalog::{noise_filter_named, profile_named};
 use shared::manifest::{Manifest, Replicas};
+use shared::secrets::SetType;
 use shared::store::dynamodb::first_slice::{first_slice_deployment_sk, first_slice_log_partition};
 
 const DEPLOYMENT_ID: &str = "6f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f";
@@ -195,7 +196,26 @@ async fn agents_of_the_first_slice_read_update_and_show_their_lines_once_migrate
     assert_eq!(store.item_count(&store.agents_table).await, agents_items);
     assert_eq!(store.item_count(&store.logs_table).await, log_items);
 
-    // And it lives on: an update makes a new deployment.
+    // And it lives on: an update makes a new deployment, once the set its configuration names
+    // exists (a deployment naming a missing set would fail at start, so none is made).
+    let refused = agent_request(
+        "POST",
+        &key,
+        "legacy-bot",
+        Some(&json!({"image": "ghcr.io/acme/legacy-bot:2.0"})),
+    );
+    let (status, body) = parts(update_agent::handle(&store.store, &store.store, refused).await);
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (400, Some("secretSet")),
+        "{body}"
+    );
+    store
+        .make_sets(
+            &namespace,
+            &[("env", SetType::Secret), ("pull", SetType::ImagePullSecret)],
+        )
+        .await;
     let update = agent_request(
         "POST",
         &key,

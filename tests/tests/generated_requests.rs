@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use integration_tests::TestStore;
-use integration_tests::contract_model::{self, Account, Answer};
+use integration_tests::contract_model::{self, Account, Answer, SetKind};
 use lambda_http::{Body, Request, RequestExt, Response};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -83,6 +83,32 @@ fn json_value() -> impl Strategy<Value = Value> {
                 .prop_map(|members| Value::Object(members.into_iter().collect())),
         ]
     })
+}
+
+/// The sets the valid body names: `env` (keys) and `pull` (registry credentials).
+async fn make_sets<S: shared::secrets::store::SecretStore>(store: &S, namespace: &str) {
+    use shared::secrets::body::SetChange;
+    let kms = shared::testing::data_keys::FakeKms::default();
+    for (name, body) in [
+        ("env", json!({"secretKey": "API_KEY", "secretValue": "v"})),
+        (
+            "pull",
+            json!({"isImagePullSecret": true, "host": "ghcr.io", "secretValue": "dXNlcjp0b2tlbg=="}),
+        ),
+    ] {
+        let change = SetChange::from_json(name, "us-east-1", body).unwrap();
+        shared::secrets::sets::put(store, &kms, namespace, name, "us-east-1", change)
+            .await
+            .unwrap();
+    }
+}
+
+/// The model's account, holding the sets [`make_sets`] makes.
+fn account_with_sets() -> Account {
+    let mut account = Account::default();
+    account.hold_set("env", SetKind::Secret);
+    account.hold_set("pull", SetKind::ImagePull);
+    account
 }
 
 fn valid_body() -> Value {
@@ -419,7 +445,8 @@ fn ten_thousand_generated_creates_get_the_answer_the_contract_gives_each() {
     let store = MemoryStore::default();
     let key = store.issue_key(&caller());
     let valid = format!("Bearer {}", key.expose());
-    let account = std::cell::RefCell::new(Account::default());
+    runtime.block_on(make_sets(&store, &caller().namespace));
+    let account = std::cell::RefCell::new(account_with_sets());
     // One fixed sequence of requests: the check at the end asks for rare answers (a key used
     // again with another body after a 201 is a 422), which a random seed missed about one run in
     // six; each answer is still checked against the model.
@@ -777,7 +804,8 @@ async fn generated_creates_on_dynamodb_local_get_the_contracts_answer_and_write_
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
     let valid = format!("Bearer {}", key.expose());
-    let account = std::sync::Mutex::new(Account::default());
+    make_sets(&store.store, &caller.namespace).await;
+    let account = std::sync::Mutex::new(account_with_sets());
     let mut runner = TestRunner::new(config(400));
     let handle = tokio::runtime::Handle::current();
     let outcome = tokio::task::block_in_place(|| {

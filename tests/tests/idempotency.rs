@@ -24,12 +24,19 @@ async fn create(store: &TestStore, key: &ApiKey, body: &Value) -> Response<Body>
 async fn a_retry_replays_the_first_answer_without_writing() {
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
+    store
+        .make_sets(
+            &caller.namespace,
+            &[("env", shared::secrets::SetType::Secret)],
+        )
+        .await;
+    let items = store.namespace_items(&caller.namespace).await;
     let body = json!({"serviceName": "bot", "image": "ghcr.io/acme/agent:1.0", "secretSet": "env"});
 
     let first = create(&store, &key, &body).await;
     assert_eq!(first.status(), 201);
     assert!(!first.headers().contains_key("idempotent-replayed"));
-    assert_eq!(store.namespace_items(&caller.namespace).await, 3);
+    assert_eq!(store.namespace_items(&caller.namespace).await, items + 3);
 
     for _ in 0..3 {
         let replay = create(&store, &key, &body).await;
@@ -40,7 +47,7 @@ async fn a_retry_replays_the_first_answer_without_writing() {
     }
     assert_eq!(
         store.namespace_items(&caller.namespace).await,
-        3,
+        items + 3,
         "agent, deployment, key record: nothing more"
     );
     let (_, answer) = parts(first);

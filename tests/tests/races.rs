@@ -1,5 +1,5 @@
 //! Concurrent creates against DynamoDB Local, through the real handler: one name in one account
-//! is created exactly once, and different names all land.
+//! is created exactly once, and different names (also naming one secret set) all land.
 
 use std::sync::Arc;
 
@@ -234,4 +234,35 @@ async fn fifty_concurrent_updates_of_one_agent_are_all_kept() {
     assert_eq!(status, 200);
     assert_eq!(body, serde_json::to_value(agent.view()).unwrap());
     assert_eq!(headers["etag"], agent.etag().as_str());
+}
+
+/// Agents naming one set at the same moment all get it: their writes of the set's users (one
+/// item for all of them) do not lose one another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_agents_naming_one_set_at_once_are_all_its_users() {
+    use shared::secrets::store::SecretStore;
+    let _race = ONE_RACE_AT_A_TIME.lock().await;
+    let store = Arc::new(TestStore::new().await);
+    let (caller, key) = store.account_with_key("acme").await;
+    store
+        .make_sets(
+            &caller.namespace,
+            &[("env", shared::secrets::SetType::Secret)],
+        )
+        .await;
+    let bodies = (0..CALLERS).map(|i| {
+        json!({"serviceName": format!("bot-{i}"), "image": "ghcr.io/acme/agent:1.0",
+            "secretSet": "env"})
+    });
+    for response in create_concurrently(&store, creates(&bearer(&key), bodies)).await {
+        let (status, body) = parts(response);
+        assert_eq!(status, 201, "{body}");
+    }
+    let set = store
+        .store
+        .get_set(&caller.namespace, "env")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(set.used_by.len(), CALLERS);
 }

@@ -7,10 +7,12 @@ use integration_tests::TestStore;
 use integration_tests::emulators::Moto;
 use serde_json::json;
 use shared::secrets::body::SetChange;
+use shared::secrets::opening::open_set;
 use shared::secrets::seal::{self, Binding};
 use shared::secrets::sets;
+use shared::secrets::store::DataKeyOpener;
 use shared::secrets::store::SecretStore;
-use shared::store::kms::{KmsDataKeys, open_data_key};
+use shared::store::kms::{KmsDataKeys, KmsKeyOpener};
 
 const REGION: &str = "us-east-1";
 
@@ -127,12 +129,15 @@ async fn a_value_is_kept_sealed_and_opens_under_its_own_binding_only() {
         set: "voice",
         key: "OPENAI_API_KEY",
     };
-    let kms = setup.moto.kms();
-    let data_key = open_data_key(&kms, &value.sealed.encrypted_key, &own)
+    let kms = KmsKeyOpener::new(setup.moto.kms());
+    let data_key = kms
+        .open_data_key(&value.sealed.encrypted_key, &own)
         .await
         .unwrap();
     assert_eq!(
-        seal::open(&data_key, &own, &value.sealed).unwrap(),
+        seal::open(&data_key, &own, &value.sealed)
+            .unwrap()
+            .as_slice(),
         planted.as_bytes()
     );
 
@@ -156,7 +161,7 @@ async fn a_value_is_kept_sealed_and_opens_under_its_own_binding_only() {
         },
     ] {
         assert!(
-            open_data_key(&kms, &value.sealed.encrypted_key, &elsewhere)
+            kms.open_data_key(&value.sealed.encrypted_key, &elsewhere)
                 .await
                 .is_err(),
             "KMS opened a data key under {elsewhere:?}"
@@ -187,23 +192,14 @@ async fn a_set_changes_key_by_key_and_a_deleted_set_leaves_nothing() {
         json!({"secretKey": "A", "secretValue": "uno"}),
     )
     .await;
-    let set = store.get_set("carol-ns", "voice").await.unwrap().unwrap();
-    let kms = setup.moto.kms();
-    let mut opened = Vec::new();
-    for value in store.get_values(&set).await.unwrap() {
-        let binding = Binding {
-            namespace: "carol-ns",
-            set: "voice",
-            key: &value.key,
-        };
-        let data_key = open_data_key(&kms, &value.sealed.encrypted_key, &binding)
-            .await
-            .unwrap();
-        opened.push((
-            value.key.clone(),
-            seal::open(&data_key, &binding, &value.sealed).unwrap(),
-        ));
-    }
+    // What a data plane receives: every key with its value, opened.
+    let kms = KmsKeyOpener::new(setup.moto.kms());
+    let set = open_set(store, &kms, "carol-ns", "voice").await.unwrap();
+    let opened: Vec<(String, Vec<u8>)> = set
+        .values
+        .iter()
+        .map(|value| (value.key.clone(), value.value().to_vec()))
+        .collect();
     assert_eq!(
         opened,
         [

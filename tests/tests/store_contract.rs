@@ -23,3 +23,9 @@ async fn secret_sets_on_the_memory_store_and_dynamodb_local() {
     store_contract::secret_sets(&MemoryStore::default()).await;
     store_contract::secret_sets(&TestStore::new().await.store).await;
 }
+
+#[tokio::test]
+async fn agents_naming_sets_on_the_memory_store_and_dynamodb_local() {
+    store_contract::agents_naming_sets(&MemoryStore::default()).await;
+    store_contract::agents_naming_sets(&TestStore::new().await.store).await;
+}

@@ -5,6 +5,7 @@
 use integration_tests::{TestStore, bearer, direct_create, ingest, log_data, parts, read_logs};
 use serde_json::{Value, json};
 use shared::agent::AgentStore;
+use shared::secrets::SetType;
 use shared::store::dynamodb::DynamoStore;
 
 const SETTINGS: agent_logs::Settings = integration_tests::LOGS_SETTINGS;
@@ -38,6 +39,11 @@ async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
     let store = TestStore::new().await;
     let (alice, alice_key) = store.account_with_key("alice").await;
     let (bob, bob_key) = store.account_with_key("bob").await;
+    let alice_sets = [
+        ("alice-env", SetType::Secret),
+        ("alice-pull", SetType::ImagePullSecret),
+    ];
+    store.make_sets(&alice.namespace, &alice_sets).await;
 
     // Alice: an agent with secrets, created with an idempotency key, and lines of a session.
     let mut request = direct_create(
@@ -121,17 +127,51 @@ async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
         "bob cannot tell alice's name from a free one"
     );
 
-    // POST with alice's agent name and her idempotency key: bob gets an agent of his own, not a
-    // 409 and not a replay of her answer.
-    let mut request = direct_create(
-        Some(&bearer(&bob_key)),
-        &json!({"serviceName": "support-bot", "image": "ghcr.io/acme/agent:1.0",
-                "secretSet": "alice-env", "imagePullSecretSet": "alice-pull"}),
+    // POST with alice's agent name, her sets' names and her idempotency key: bob's account
+    // holds no such sets, so bob is told so as of any name nobody has, not replayed her answer.
+    let bob_create = |sets: (&str, &str)| {
+        let mut request = direct_create(
+            Some(&bearer(&bob_key)),
+            &json!({"serviceName": "support-bot", "image": "ghcr.io/acme/agent:1.0",
+                    "secretSet": sets.0, "imagePullSecretSet": sets.1}),
+        );
+        request
+            .headers_mut()
+            .insert("idempotency-key", "shared-key-1".parse().unwrap());
+        request
+    };
+    let response = create_agent::handle(
+        &store.store,
+        &store.store,
+        bob_create(("alice-env", "alice-pull")),
+    )
+    .await;
+    assert!(!response.headers().contains_key("idempotent-replayed"));
+    let (status, refused) = parts(response);
+    assert_eq!(status, 400, "{refused}");
+    let (_, unknown) = parts(
+        create_agent::handle(
+            &store.store,
+            &store.store,
+            bob_create(("no-env", "no-pull")),
+        )
+        .await,
     );
-    request
-        .headers_mut()
-        .insert("idempotency-key", "shared-key-1".parse().unwrap());
-    let response = create_agent::handle(&store.store, &store.store, request).await;
+    assert_eq!(
+        refused.to_string().replace("alice-env", "no-env"),
+        unknown.to_string(),
+        "alice's sets are to bob as names nobody has"
+    );
+
+    // Sets of the same names in bob's own account are his to name: bob gets an agent of his own,
+    // not a 409 and not a replay of her answer.
+    store.make_sets(&bob.namespace, &alice_sets).await;
+    let response = create_agent::handle(
+        &store.store,
+        &store.store,
+        bob_create(("alice-env", "alice-pull")),
+    )
+    .await;
     assert!(!response.headers().contains_key("idempotent-replayed"));
     let (status, bob_agent) = parts(response);
     assert_eq!(status, 201, "{bob_agent}");

@@ -108,7 +108,7 @@ mod tests {
 
     #[tokio::test]
     async fn full_event_resolves_every_member() {
-        let store = MemoryStore::default();
+        let store = shared::testing::seeded_memory_store().await;
         let (status, body) = call(&store, event("create-agent-full.json")).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         assert_eq!(body["agentProfile"], "agent-2x");
@@ -132,6 +132,16 @@ mod tests {
         assert_eq!(body["code"], "GENERIC_BAD_REQUEST");
         assert_eq!(body["field"], "serviceName");
         assert_eq!(store.agent_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_set_the_account_does_not_hold_is_400_naming_the_member_and_writes_nothing() {
+        let store = shared::testing::seeded_memory_store().await;
+        let agents = store.agent_count();
+        let (status, body) = call(&store, event("create-agent-unknown-set.json")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["field"], "secretSet");
+        assert_eq!(store.agent_count(), agents);
     }
 
     #[tokio::test]

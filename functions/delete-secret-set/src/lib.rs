@@ -40,7 +40,6 @@ mod tests {
     #[tokio::test]
     async fn a_set_is_deleted_then_404() {
         let store = shared::testing::seeded_memory_store().await;
-        shared::testing::seed_fixture_sets(&store).await.unwrap();
         let response = handle(&store, &store, event("delete-secret-set.json")).await;
         assert_eq!(response.status(), StatusCode::OK);
         let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();

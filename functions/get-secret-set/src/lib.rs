@@ -44,7 +44,6 @@ mod tests {
 
     async fn call(request: Request) -> (StatusCode, Value) {
         let store = shared::testing::seeded_memory_store().await;
-        shared::testing::seed_fixture_sets(&store).await.unwrap();
         let response = handle(&store, &store, "us-east-1", request).await;
         (
             response.status(),

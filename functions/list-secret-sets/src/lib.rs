@@ -53,7 +53,6 @@ mod tests {
     #[tokio::test]
     async fn the_accounts_sets_are_listed_by_name_without_values() {
         let store = shared::testing::seeded_memory_store().await;
-        shared::testing::seed_fixture_sets(&store).await.unwrap();
         let key = CursorKey::from_bytes([5; 32]);
         let response = handle(
             &store,

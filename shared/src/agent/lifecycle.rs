@@ -10,8 +10,9 @@
 use http::StatusCode;
 use time::OffsetDateTime;
 
-use super::config::ConfigChanges;
+use super::config::{AgentConfig, ConfigChanges};
 use super::record::{Agent, AgentRecord};
+use super::set_use::SetMember;
 use super::status::{ReportOutcome, StatusReport, Unapplied};
 use super::store::{AgentStore, Change, CreateOutcome, WriteOutcome};
 use crate::ApiError;
@@ -111,6 +112,26 @@ fn replay(first: &IdempotencyRecord, idempotent: Option<&Idempotent>) -> Result<
     })
 }
 
+/// A set named by `member` of `config` is not in the caller's account with that member's type.
+fn no_such_set(config: &AgentConfig, member: SetMember) -> ApiError {
+    let name = config
+        .named_sets()
+        .into_iter()
+        .find(|set| set.member == member)
+        .map_or("", |set| set.name);
+    let kind = match member {
+        SetMember::SecretSet => "secret set",
+        SetMember::ImagePullSecretSet => "image pull secret",
+    };
+    ApiError::bad_request(
+        member.field(),
+        format!(
+            "{} '{name}' names no {kind} of this account; make it with PUT /v1/secrets/{name}",
+            member.field()
+        ),
+    )
+}
+
 /// POST /v1/agents: the agent of `changes` and its first deployment, in the caller's account.
 pub async fn create<S: AgentStore>(
     store: &S,
@@ -123,24 +144,33 @@ pub async fn create<S: AgentStore>(
     let agent = AgentRecord::new(caller, &name, config, &rfc3339_millis(now));
     let body = body_of(&agent.created_view())?;
     let record = idempotent.map(|key| key.record(StatusCode::CREATED, &body, &name, now));
-    match store.create_agent(&agent, record.as_ref()).await? {
-        CreateOutcome::Created => {
-            tracing::info!(deployment_id = %agent.active.deployment.id, "agent created");
-            Ok(Answer::Agent {
-                status: StatusCode::CREATED,
-                agent: Box::new(agent),
-                body,
-            })
+    let mut races = Races::new();
+    loop {
+        match store.create_agent(&agent, record.as_ref()).await? {
+            CreateOutcome::Created => {
+                tracing::info!(deployment_id = %agent.active.deployment.id, "agent created");
+                return Ok(Answer::Agent {
+                    status: StatusCode::CREATED,
+                    agent: Box::new(agent),
+                    body,
+                });
+            }
+            CreateOutcome::NameTaken => {
+                return Err(ApiError::Conflict(format!(
+                    "An agent named '{name}' already exists in this account"
+                )));
+            }
+            CreateOutcome::KeyUsed(first) => return replay(&first, idempotent),
+            CreateOutcome::NoSuchSet(member) => return Err(no_such_set(agent.config(), member)),
+            // Creates of other agents naming the same set at the same moment.
+            CreateOutcome::Raced => races.lost().await?,
         }
-        CreateOutcome::NameTaken => Err(ApiError::Conflict(format!(
-            "An agent named '{name}' already exists in this account"
-        ))),
-        CreateOutcome::KeyUsed(first) => replay(&first, idempotent),
     }
 }
 
 /// POST /v1/agents/{name}: the agent with `changes` applied; a new deployment when the
-/// configuration differs from the active deployment's, nothing written when it does not.
+/// configuration differs from the active deployment's or `forceRedeploy` asks for one, nothing
+/// written otherwise.
 pub async fn update<S: AgentStore>(
     store: &S,
     caller: &Principal,
@@ -160,7 +190,7 @@ pub async fn update<S: AgentStore>(
         }
         let config = changes.clone().apply_to(name, current.config())?;
         let now = OffsetDateTime::now_utc();
-        let unchanged = config == *current.config();
+        let unchanged = config == *current.config() && !changes.force_redeploy;
         if unchanged && idempotent.is_none() {
             let body = body_of(&current.view())?;
             return Ok(Answer::Agent {
@@ -177,7 +207,9 @@ pub async fn update<S: AgentStore>(
         } else {
             (
                 current.deploy(config, &rfc3339_millis(now)),
-                Change::NewDeployment,
+                Change::NewDeployment {
+                    replaced: current.config(),
+                },
             )
         };
         let body = body_of(&next.view())?;
@@ -197,6 +229,7 @@ pub async fn update<S: AgentStore>(
                 });
             }
             WriteOutcome::KeyUsed(first) => return replay(&first, idempotent),
+            WriteOutcome::NoSuchSet(member) => return Err(no_such_set(next.config(), member)),
             // Read again: with If-Match, the check above then answers 412 if the agent changed.
             WriteOutcome::Conflict => races.lost().await?,
         }
@@ -221,8 +254,14 @@ pub async fn delete<S: AgentStore>(
                 return Ok(());
             }
             WriteOutcome::Conflict | WriteOutcome::KeyUsed(_) => races.lost().await?,
+            WriteOutcome::NoSuchSet(_) => return Err(names_no_set().into()),
         }
     }
+}
+
+/// A write that names no set was refused for a set it names: a store's bug, never the caller's.
+fn names_no_set() -> StoreError {
+    StoreError::Unexpected("a write that names no set was refused for a missing set".into())
 }
 
 /// A data plane report, applied to the agent it names if it is the newest of a deployment that
@@ -268,6 +307,7 @@ pub async fn apply_report<S: AgentStore>(
         {
             WriteOutcome::Written => return Ok(ReportOutcome::Applied),
             WriteOutcome::Conflict | WriteOutcome::KeyUsed(_) => races.lost().await?,
+            WriteOutcome::NoSuchSet(_) => return Err(names_no_set()),
         }
     }
 }

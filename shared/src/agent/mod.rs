@@ -1,11 +1,13 @@
 //! Agents: their configuration and its rules (`config`), what is kept of them and the object the
 //! API answers (`record`), the data plane's reports (`status`), the port a store implements
-//! (`store`), what each operation does over it (`lifecycle`), and the list answer (`listing`).
+//! (`store`) and the secret sets a configuration names (`set_use`), what each operation does over
+//! the port (`lifecycle`), and the list answer (`listing`).
 
 pub mod config;
 pub mod lifecycle;
 pub mod listing;
 pub mod record;
+mod set_use;
 pub mod status;
 mod store;
 
@@ -14,5 +16,6 @@ pub use record::{
     Agent, AgentRecord, Deployment, DeploymentError, DeploymentRecord, DeploymentState,
     DeploymentStatus, NoiseVivaStatus, Serving,
 };
+pub use set_use::{NamedSet, SetMember, SetUse};
 pub use status::{ReportOutcome, StatusReport};
 pub use store::{AgentPage, AgentStore, Change, CreateOutcome, WriteOutcome};

@@ -3,7 +3,9 @@
 
 use std::future::Future;
 
+use super::config::AgentConfig;
 use super::record::{AgentRecord, DeploymentRecord, DeploymentStatus};
+use super::set_use::SetMember;
 use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
 
@@ -16,13 +18,20 @@ pub enum CreateOutcome {
     /// The request's `Idempotency-Key` has a live record (an earlier or concurrent request with
     /// that key got there first); nothing was written. The record is what it found.
     KeyUsed(IdempotencyRecord),
+    /// The set this member names is not in the account with the member's type; nothing was
+    /// written.
+    NoSuchSet(SetMember),
+    /// Writers of the same items at the same moment kept this write from running; nothing was
+    /// written, and trying again may succeed.
+    Raced,
 }
 
 /// What a write of an existing agent changes besides the agent itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change<'a> {
-    /// Its active deployment is new: kept in the agent's history.
-    NewDeployment,
+    /// Its active deployment is new, replacing one of the configuration `replaced`: kept in the
+    /// agent's history, and the sets either names change users ([`super::SetUse`]).
+    NewDeployment { replaced: &'a AgentConfig },
     /// The status of this deployment (the active or the serving one) changed to `status`: the
     /// history's copy follows.
     Status {
@@ -43,6 +52,9 @@ pub enum WriteOutcome {
     Conflict,
     /// The `Idempotency-Key` has a live record; nothing was written.
     KeyUsed(IdempotencyRecord),
+    /// The set this member names is not in the account with the member's type; nothing was
+    /// written.
+    NoSuchSet(SetMember),
 }
 
 /// One page of an account's agents, by name.
@@ -54,7 +66,8 @@ pub struct AgentPage {
 }
 
 pub trait AgentStore: Send + Sync {
-    /// Writes the agent and its first deployment at once, or nothing when the name is taken.
+    /// Writes the agent and its first deployment at once, with the agent among the users of the
+    /// sets it names ([`super::SetUse`]), or nothing when the name is taken or a set is missing.
     /// With an `idempotency` record, writes it in the same transaction unless its key has a live
     /// record already.
     fn create_agent(
@@ -97,8 +110,8 @@ pub trait AgentStore: Send + Sync {
         idempotency: Option<&IdempotencyRecord>,
     ) -> impl Future<Output = Result<WriteOutcome, StoreError>> + Send;
 
-    /// Deletes the agent with its deployments and idempotency records if it is still at
-    /// `agent.version` (`Conflict` otherwise, and nothing deleted: a later write may have added
+    /// Deletes the agent with its deployments and idempotency records, and takes it from the
+    /// users of the sets it names, if it is still at `agent.version` (`Conflict` otherwise, and nothing deleted: a later write may have added
     /// to what there is to delete, so the caller reads again and repeats). A reader meets the
     /// agent whole or not at all: the agent goes together with the deployments it runs and its
     /// records; only history no reader reaches without the agent may go after it.

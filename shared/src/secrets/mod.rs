@@ -4,6 +4,7 @@
 //! held in the clear anywhere after.
 
 pub mod body;
+pub mod opening;
 pub mod seal;
 pub mod sets;
 pub mod store;

@@ -119,16 +119,23 @@ pub fn seal(key: DataKey, binding: &Binding<'_>, value: &SecretValue) -> Result<
 
 /// Opens a sealed value with its data key, decrypted by KMS under the same binding's context.
 /// What a data plane does (docs/events.md); the API functions cannot, holding no kms:Decrypt.
-pub fn open(data_key: &[u8], binding: &Binding<'_>, sealed: &Sealed) -> Result<Vec<u8>, SealError> {
-    let mut bytes = sealed.ciphertext.clone();
-    let plaintext = cipher(data_key)?
+/// The value comes back zeroized on drop (its buffer's whole capacity).
+pub fn open(
+    data_key: &[u8],
+    binding: &Binding<'_>,
+    sealed: &Sealed,
+) -> Result<Zeroizing<Vec<u8>>, SealError> {
+    let mut bytes = Zeroizing::new(sealed.ciphertext.clone());
+    let opened = cipher(data_key)?
         .open_in_place(
             Nonce::assume_unique_for_key(sealed.nonce),
             Aad::from(binding.associated_data()),
             &mut bytes,
         )
-        .map_err(|_| SealError::Open)?;
-    Ok(plaintext.to_vec())
+        .map_err(|_| SealError::Open)?
+        .len();
+    bytes.truncate(opened);
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -154,7 +161,10 @@ mod tests {
     fn a_value_opens_under_its_own_binding_and_holds_nothing_in_the_clear() {
         let at = binding("tiny-ferret-1", "voice-keys", "OPENAI_API_KEY");
         let sealed = sealed("sk-planted-secret", &at);
-        assert_eq!(open(&KEY, &at, &sealed).unwrap(), b"sk-planted-secret");
+        assert_eq!(
+            open(&KEY, &at, &sealed).unwrap().as_slice(),
+            b"sk-planted-secret"
+        );
         assert_eq!(sealed.value_len(), "sk-planted-secret".len());
         assert_eq!(sealed.encrypted_key, b"encrypted data key");
         let stored = format!("{sealed:?}");

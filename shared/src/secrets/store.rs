@@ -124,3 +124,13 @@ pub trait DataKeys: Send + Sync {
         binding: &super::seal::Binding<'_>,
     ) -> impl Future<Output = Result<super::seal::DataKey, StoreError>> + Send;
 }
+
+/// The service that opens data keys (KMS's Decrypt), under the binding each was made for; any
+/// other binding is refused. The data plane's alone: the API functions hold no kms:Decrypt.
+pub trait DataKeyOpener: Send + Sync {
+    fn open_data_key(
+        &self,
+        encrypted: &[u8],
+        binding: &super::seal::Binding<'_>,
+    ) -> impl Future<Output = Result<zeroize::Zeroizing<Vec<u8>>, StoreError>> + Send;
+}

@@ -1,6 +1,6 @@
 //! KMS as the service that makes data keys (contract section 10): GenerateDataKey under the
 //! stack's key, with the value's binding as the encryption context. The API functions call
-//! only this; [`open_data_key`] (kms:Decrypt) is the data plane's, and tests'.
+//! only this; [`KmsKeyOpener`] (kms:Decrypt) is the data plane's, and tests'.
 
 use aws_sdk_kms::Client;
 use aws_sdk_kms::primitives::Blob;
@@ -9,7 +9,7 @@ use zeroize::Zeroizing;
 
 use crate::error::StoreError;
 use crate::secrets::seal::{Binding, DataKey};
-use crate::secrets::store::DataKeys;
+use crate::secrets::store::{DataKeyOpener, DataKeys};
 use crate::store::dynamodb::classify;
 
 /// Data keys from one KMS key, on one client built at cold start.
@@ -48,20 +48,34 @@ impl DataKeys for KmsDataKeys {
     }
 }
 
-/// A value's data key, decrypted by KMS under the value's binding: what a data plane with
-/// kms:Decrypt does before [`crate::secrets::seal::open`]. Another binding is refused by KMS.
-pub async fn open_data_key(
-    client: &Client,
-    encrypted: &[u8],
-    binding: &Binding<'_>,
-) -> Result<Zeroizing<Vec<u8>>, StoreError> {
-    let mut request = client.decrypt().ciphertext_blob(Blob::new(encrypted));
-    for (name, value) in binding.encryption_context() {
-        request = request.encryption_context(name, value);
+/// KMS's Decrypt: what a data plane with kms:Decrypt does before
+/// [`crate::secrets::seal::open`] ([`crate::secrets::opening::open_set`]). Another binding is
+/// refused by KMS.
+#[derive(Debug, Clone)]
+pub struct KmsKeyOpener {
+    client: Client,
+}
+
+impl KmsKeyOpener {
+    pub fn new(client: Client) -> Self {
+        KmsKeyOpener { client }
     }
-    let output = request.send().await.map_err(classify)?;
-    output
-        .plaintext
-        .map(|plaintext| Zeroizing::new(plaintext.into_inner()))
-        .ok_or_else(|| StoreError::Unexpected("Decrypt answered no plaintext".into()))
+}
+
+impl DataKeyOpener for KmsKeyOpener {
+    async fn open_data_key(
+        &self,
+        encrypted: &[u8],
+        binding: &Binding<'_>,
+    ) -> Result<Zeroizing<Vec<u8>>, StoreError> {
+        let mut request = self.client.decrypt().ciphertext_blob(Blob::new(encrypted));
+        for (name, value) in binding.encryption_context() {
+            request = request.encryption_context(name, value);
+        }
+        let output = request.send().await.map_err(classify)?;
+        output
+            .plaintext
+            .map(|plaintext| Zeroizing::new(plaintext.into_inner()))
+            .ok_or_else(|| StoreError::Unexpected("Decrypt answered no plaintext".into()))
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use crate::error::StoreError;
 use crate::secrets::seal::{Binding, DataKey};
-use crate::secrets::store::DataKeys;
+use crate::secrets::store::{DataKeyOpener, DataKeys};
 
 /// A binding as (namespace, set, key).
 type OwnedBinding = (String, String, String);
@@ -59,5 +59,17 @@ impl DataKeys for FakeKms {
             },
         );
         Ok(DataKey::new(&plaintext, encrypted).expect("32 bytes"))
+    }
+}
+
+impl DataKeyOpener for FakeKms {
+    async fn open_data_key(
+        &self,
+        encrypted: &[u8],
+        binding: &Binding<'_>,
+    ) -> Result<zeroize::Zeroizing<Vec<u8>>, StoreError> {
+        self.decrypt(encrypted, binding)
+            .map(|plaintext| zeroize::Zeroizing::new(plaintext.to_vec()))
+            .ok_or_else(|| StoreError::Unexpected("not a data key of this binding".into()))
     }
 }

@@ -54,31 +54,59 @@ pub fn fixture_request(name: &str) -> lambda_http::Request {
     crate::lambda::request_from_event(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// An in-memory store holding what the fixtures assume ([`seed_fixture_agents`]).
+/// An in-memory store holding what the fixtures assume ([`seed_fixture_agents`],
+/// [`seed_fixture_sets`]).
 pub async fn seeded_memory_store() -> crate::store::memory::MemoryStore {
     let store = crate::store::memory::MemoryStore::default();
     seed_fixture_agents(&store)
         .await
         .unwrap_or_else(|e| panic!("seeding the fixtures' agents: {e}"));
+    seed_fixture_sets(&store)
+        .await
+        .unwrap_or_else(|e| panic!("seeding the fixtures' sets: {e}"));
     store
 }
 
-/// The secret sets of the fixtures, in `dev-local`: `fixture-keys` (read, a key deleted) and
-/// `old-keys` (deleted), their keys' values left out (no fixture reads one).
+/// The namespace the create fixtures' authorizer context names.
+pub const CREATE_FIXTURES_NAMESPACE: &str = "tiny-ferret-maroon-123";
+
+/// The secret sets of the fixtures: in `dev-local`, `fixture-keys` (read, a key deleted) and
+/// `old-keys` (deleted); in the create fixtures' namespace, the sets
+/// events/create-agent-full.json names. Their keys' values are left out (no fixture reads one).
 pub async fn seed_fixture_sets<S: crate::secrets::store::SecretStore>(
     store: &S,
 ) -> Result<(), StoreError> {
-    use crate::secrets::store::KeyEntry;
+    use crate::secrets::SetType;
+    use crate::secrets::sets::CREDENTIALS_KEY;
+    use crate::secrets::store::{KeyEntry, SecretSetRecord};
     let at = "2026-11-24T10:00:00.000Z";
-    for (name, keys) in [
-        ("fixture-keys", &["OLD_KEY", "OPENAI_API_KEY"][..]),
-        ("old-keys", &["A"][..]),
+    let dev = dev_owner().namespace;
+    for (namespace, name, set_type, keys) in [
+        (
+            dev.as_str(),
+            "fixture-keys",
+            SetType::Secret,
+            &["OLD_KEY", "OPENAI_API_KEY"][..],
+        ),
+        (dev.as_str(), "old-keys", SetType::Secret, &["A"][..]),
+        (
+            CREATE_FIXTURES_NAMESPACE,
+            "voice-bot-secrets",
+            SetType::Secret,
+            &["OPENAI_API_KEY"][..],
+        ),
+        (
+            CREATE_FIXTURES_NAMESPACE,
+            "ghcr-pull",
+            SetType::ImagePullSecret,
+            &[CREDENTIALS_KEY][..],
+        ),
     ] {
-        let set = crate::secrets::store::SecretSetRecord {
-            namespace: dev_owner().namespace,
+        let set = SecretSetRecord {
+            namespace: namespace.to_owned(),
             name: name.to_owned(),
-            set_type: crate::secrets::SetType::Secret,
-            host: None,
+            set_type,
+            host: (set_type == SetType::ImagePullSecret).then(|| "ghcr.io".to_owned()),
             keys: keys
                 .iter()
                 .map(|key| {

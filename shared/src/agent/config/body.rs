@@ -30,6 +30,9 @@ pub struct ConfigChanges {
     pub noise_filter: Member<Option<&'static NoiseFilter>>,
     pub profile: Member<&'static Profile>,
     pub enable_managed_keys: Member<bool>,
+    /// `forceRedeploy: true`: an update makes a new deployment even when the configuration is
+    /// unchanged (a changed secret value reaches the agent so). A create always deploys.
+    pub force_redeploy: bool,
 }
 
 fn one_of(values: impl Iterator<Item = &'static str>) -> String {
@@ -63,6 +66,7 @@ impl ConfigChanges {
             noise_filter: body.take_object("noiseViva")?.try_map(noise_filter)?,
             profile: body.take_string("agentProfile")?.try_map(profile)?,
             enable_managed_keys: body.take_bool("enableManagedKeys")?,
+            force_redeploy: body.take_bool("forceRedeploy")?.given() == Some(true),
         };
         body.finish()?;
         Ok(changes)

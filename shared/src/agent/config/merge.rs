@@ -73,7 +73,7 @@ impl ConfigChanges {
                 replicas
             }
         };
-        Ok(AgentConfig {
+        let config = AgentConfig {
             image,
             node_type: self.node_type.map(str::to_owned).apply(
                 base.map_or_else(
@@ -104,7 +104,22 @@ impl ConfigChanges {
             enable_managed_keys: self
                 .enable_managed_keys
                 .apply(base.is_some_and(|base| base.enable_managed_keys), false),
-        })
+        };
+        check_set_names(&config)?;
+        Ok(config)
+    }
+}
+
+/// A set holds either keys or a registry's credentials, so the two members never name one set.
+fn check_set_names(config: &AgentConfig) -> Result<(), ApiError> {
+    match (&config.secret_set, &config.image_pull_secret_set) {
+        (Some(secret), Some(pull)) if secret == pull => Err(ApiError::bad_request(
+            "imagePullSecretSet",
+            format!(
+                "imagePullSecretSet cannot name the set secretSet names ('{pull}'): a set holds either keys or registry credentials"
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 

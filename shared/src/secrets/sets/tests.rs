@@ -20,19 +20,16 @@ async fn put_body(
 }
 
 async fn opened(store: &MemoryStore, kms: &FakeKms, name: &str) -> Vec<(String, String)> {
-    let set = store.get_set(NS, name).await.unwrap().unwrap();
-    let mut values = Vec::new();
-    for value in store.get_values(&set).await.unwrap() {
-        let binding = Binding {
-            namespace: NS,
-            set: name,
-            key: &value.key,
-        };
-        let data_key = kms.decrypt(&value.sealed.encrypted_key, &binding).unwrap();
-        let plain = seal::open(&data_key, &binding, &value.sealed).unwrap();
-        values.push((value.key, String::from_utf8(plain).unwrap()));
-    }
-    values
+    let set = crate::secrets::opening::open_set(store, kms, NS, name)
+        .await
+        .unwrap();
+    set.values
+        .iter()
+        .map(|value| {
+            let text = String::from_utf8(value.value().to_vec()).unwrap();
+            (value.key.clone(), text)
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -166,14 +163,16 @@ async fn a_set_in_use_is_not_deleted_and_the_answer_names_its_agents() {
     )
     .await
     .unwrap();
-    let mut set = store.get_set(NS, "voice").await.unwrap().unwrap();
-    let read = set.version;
-    set.used_by.insert("support-bot".to_owned());
-    set.version += 1;
-    assert_eq!(
-        store.write_set(Some(read), &set).await.unwrap(),
-        SetWrite::Written
-    );
+    let caller = crate::auth::Principal {
+        account_id: "acme".into(),
+        namespace: NS.into(),
+    };
+    let body =
+        json!({"serviceName": "support-bot", "image": "ghcr.io/acme/bot:1", "secretSet": "voice"});
+    let changes = crate::agent::ConfigChanges::from_json(body).unwrap();
+    crate::agent::lifecycle::create(&store, &caller, changes, None)
+        .await
+        .unwrap();
     let refused = delete(&store, NS, "voice").await.unwrap_err();
     assert_eq!(refused.status(), http::StatusCode::CONFLICT);
     assert!(refused.to_string().contains("support-bot"), "{refused}");

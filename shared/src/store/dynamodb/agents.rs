@@ -9,15 +9,15 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem, Update, WriteRequest,
 };
 
+use super::agent_transaction::AgentTransaction;
 use super::items::{
     AgentItem, DeploymentItem, IDEMPOTENCY_PREFIX, IdempotencyItem, agent_sk, deployment_sk,
     deployments_prefix, namespace_pk,
 };
-use super::{
-    DynamoStore, Item, Transaction, built, classify, item_as, item_of, key, mapping, put_new, s,
-};
+use super::{DynamoStore, Item, built, classify, item_as, item_of, key, mapping, put_new, s};
 use crate::agent::{
-    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, WriteOutcome,
+    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, SetUse,
+    WriteOutcome,
 };
 use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
@@ -129,36 +129,43 @@ impl AgentStore for DynamoStore {
         agent: &AgentRecord,
         idempotency: Option<&IdempotencyRecord>,
     ) -> Result<CreateOutcome, StoreError> {
-        let mut items = vec![
+        let namespace = &agent.owner.namespace;
+        let own = vec![
             put_new(&self.agents_table, &AgentItem::from(agent))?,
             put_new(
                 &self.agents_table,
                 &DeploymentItem::new(agent, &agent.active),
             )?,
         ];
-        if let Some(record) = idempotency {
-            let put = put_idempotency(&self.agents_table, &agent.owner.namespace, record)?;
-            items.push(TransactWriteItem::builder().put(put).build());
-        }
+        let record = idempotency
+            .map(|record| put_idempotency(&self.agents_table, namespace, record))
+            .transpose()?;
+        let uses = SetUse::between(None, Some(agent.config()));
         const AGENT: usize = 0;
-        const IDEMPOTENCY: usize = 2;
-        match self.transact(items).await? {
-            Transaction::Written => Ok(CreateOutcome::Created),
-            // The key's record comes first: a retry of a create that landed finds both its
-            // name taken and its key used, and must get the first answer back.
-            Transaction::ConditionFailed { failed, mut found } if failed.contains(&IDEMPOTENCY) => {
-                Ok(CreateOutcome::KeyUsed(found_record(
-                    found.get_mut(IDEMPOTENCY).and_then(Option::take),
-                )?))
-            }
-            Transaction::ConditionFailed { failed, .. } if failed == [AGENT] => {
-                Ok(CreateOutcome::NameTaken)
-            }
-            // A deployment id collision (a v4 UUID): impossible in practice, never silent.
-            Transaction::ConditionFailed { .. } => Err(StoreError::Unexpected(
-                "deployment id already stored".into(),
-            )),
+        let refusal = match self
+            .transact_agent(namespace, &agent.name, own, &uses, record)
+            .await?
+        {
+            AgentTransaction::Written => return Ok(CreateOutcome::Created),
+            AgentTransaction::Raced => return Ok(CreateOutcome::Raced),
+            AgentTransaction::Refused(refusal) => refusal,
+        };
+        // The key's record comes first: a retry of a create that landed finds both its name
+        // taken and its key used, and must get the first answer back. A missing set is the
+        // request's fault whether or not the name is taken.
+        if let Some(found) = refusal.record {
+            return Ok(CreateOutcome::KeyUsed(found_record(found)?));
         }
+        if let Some(member) = refusal.set {
+            return Ok(CreateOutcome::NoSuchSet(member));
+        }
+        if refusal.own == [AGENT] {
+            return Ok(CreateOutcome::NameTaken);
+        }
+        // A deployment id collision (a v4 UUID): impossible in practice, never silent.
+        Err(StoreError::Unexpected(
+            "deployment id already stored".into(),
+        ))
     }
 
     async fn get_agent(
@@ -248,12 +255,16 @@ impl AgentStore for DynamoStore {
             .set_expression_attribute_values(Some(condition.values))
             .build()
             .map_err(built)?;
-        let mut items = vec![TransactWriteItem::builder().put(agent).build()];
+        let mut own = vec![TransactWriteItem::builder().put(agent).build()];
+        let mut uses = SetUse::default();
         match change {
-            Change::NewDeployment => items.push(put_new(
-                &self.agents_table,
-                &DeploymentItem::new(next, &next.active),
-            )?),
+            Change::NewDeployment { replaced } => {
+                own.push(put_new(
+                    &self.agents_table,
+                    &DeploymentItem::new(next, &next.active),
+                )?);
+                uses = SetUse::between(Some(replaced), Some(next.config()));
+            }
             Change::Status {
                 deployment_id,
                 status,
@@ -273,34 +284,34 @@ impl AgentStore for DynamoStore {
                     )
                     .build()
                     .map_err(built)?;
-                items.push(TransactWriteItem::builder().update(update).build());
+                own.push(TransactWriteItem::builder().update(update).build());
             }
             Change::AnswerRecorded => {}
         }
-        let idempotency_at = items.len();
-        if let Some(record) = idempotency {
-            let put = put_idempotency(&self.agents_table, &next.owner.namespace, record)?;
-            items.push(TransactWriteItem::builder().put(put).build());
-        }
-        let Some(transaction) = self.transact_racing(items).await? else {
-            return Ok(WriteOutcome::Conflict);
+        let namespace = &next.owner.namespace;
+        let record = idempotency
+            .map(|record| put_idempotency(&self.agents_table, namespace, record))
+            .transpose()?;
+        let refusal = match self
+            .transact_agent(namespace, &next.name, own, &uses, record)
+            .await?
+        {
+            AgentTransaction::Written => return Ok(WriteOutcome::Written),
+            AgentTransaction::Raced => return Ok(WriteOutcome::Conflict),
+            AgentTransaction::Refused(refusal) => refusal,
         };
-        match transaction {
-            Transaction::Written => Ok(WriteOutcome::Written),
-            Transaction::ConditionFailed { failed, .. } if failed.contains(&0) => {
-                Ok(WriteOutcome::Conflict)
-            }
-            Transaction::ConditionFailed { failed, mut found }
-                if idempotency.is_some() && failed == [idempotency_at] =>
-            {
-                Ok(WriteOutcome::KeyUsed(found_record(
-                    found.get_mut(idempotency_at).and_then(Option::take),
-                )?))
-            }
-            Transaction::ConditionFailed { .. } => Err(StoreError::Unexpected(
-                "a deployment of the agent is missing from, or already in, its history".into(),
-            )),
+        if refusal.own.contains(&0) {
+            return Ok(WriteOutcome::Conflict);
         }
+        if let Some(found) = refusal.record {
+            return Ok(WriteOutcome::KeyUsed(found_record(found)?));
+        }
+        if let Some(member) = refusal.set {
+            return Ok(WriteOutcome::NoSuchSet(member));
+        }
+        Err(StoreError::Unexpected(
+            "a deployment of the agent is missing from, or already in, its history".into(),
+        ))
     }
 
     /// One transaction: the agent (conditioned on the service and version read) and what
@@ -314,7 +325,8 @@ impl AgentStore for DynamoStore {
         let records = self
             .keys_with_prefix(namespace, IDEMPOTENCY_PREFIX, Some(&agent.name))
             .await?;
-        let plan = DeletePlan::new(agent, history, records);
+        let uses = SetUse::between(Some(agent.config()), None);
+        let plan = DeletePlan::new(agent, history, records, uses.dropped.len());
         if !plan.before.is_empty() {
             self.batch_write(&self.agents_table, delete_requests(plan.before)?)
                 .await?;
@@ -328,22 +340,22 @@ impl AgentStore for DynamoStore {
             .set_expression_attribute_values(Some(condition.values))
             .build()
             .map_err(built)?;
-        let mut items = vec![TransactWriteItem::builder().delete(the_agent).build()];
+        let mut own = vec![TransactWriteItem::builder().delete(the_agent).build()];
         for key in plan.with_agent {
-            items.push(delete_of(&self.agents_table, key)?);
+            own.push(delete_of(&self.agents_table, key)?);
         }
-        let Some(transaction) = self.transact_racing(items).await? else {
-            return Ok(WriteOutcome::Conflict);
-        };
-        match transaction {
-            Transaction::Written => {
+        match self
+            .transact_agent(namespace, &agent.name, own, &uses, None)
+            .await?
+        {
+            AgentTransaction::Written => {
                 if !plan.after.is_empty() {
                     self.batch_write(&self.agents_table, delete_requests(plan.after)?)
                         .await?;
                 }
                 Ok(WriteOutcome::Written)
             }
-            Transaction::ConditionFailed { .. } => Ok(WriteOutcome::Conflict),
+            AgentTransaction::Raced | AgentTransaction::Refused(_) => Ok(WriteOutcome::Conflict),
         }
     }
 }
@@ -362,7 +374,13 @@ struct DeletePlan {
 }
 
 impl DeletePlan {
-    fn new(agent: &AgentRecord, history: Vec<Item>, mut records: Vec<Item>) -> Self {
+    /// `reserved`: the transaction's actions on other items (the sets the agent leaves).
+    fn new(
+        agent: &AgentRecord,
+        history: Vec<Item>,
+        mut records: Vec<Item>,
+        reserved: usize,
+    ) -> Self {
         let running: Vec<String> = std::iter::once(&agent.active.deployment.id)
             .chain(agent.serving.as_ref().map(|serving| &serving.deployment_id))
             .map(|id| deployment_sk(&agent.service_id, id))
@@ -374,7 +392,7 @@ impl DeletePlan {
                     .is_some_and(|sk| running.contains(sk))
             });
         // The agent itself takes one action.
-        let room = MAX_TRANSACTION_ITEMS - 1 - with_agent.len();
+        let room = MAX_TRANSACTION_ITEMS - 1 - reserved - with_agent.len();
         let before = records.split_off(records.len().min(room));
         let after = older.split_off(older.len().min(room - records.len()));
         with_agent.extend(records);
@@ -429,7 +447,7 @@ mod tests {
             deployment_sk(&agent.service_id, "serving"),
         ));
 
-        let plan = DeletePlan::new(&agent, history.clone(), keys(IDEMPOTENCY_PREFIX, 20));
+        let plan = DeletePlan::new(&agent, history.clone(), keys(IDEMPOTENCY_PREFIX, 20), 0);
         assert!(plan.before.is_empty());
         assert_eq!(plan.with_agent.len(), MAX_TRANSACTION_ITEMS - 1);
         let sort_keys = |items: &[Item]| -> Vec<String> {
@@ -461,7 +479,7 @@ mod tests {
             "only older history after"
         );
 
-        let crowded = DeletePlan::new(&agent, history, keys(IDEMPOTENCY_PREFIX, 120));
+        let crowded = DeletePlan::new(&agent, history, keys(IDEMPOTENCY_PREFIX, 120), 0);
         assert_eq!(crowded.before.len(), 120 - (MAX_TRANSACTION_ITEMS - 3));
         assert_eq!(crowded.with_agent.len(), MAX_TRANSACTION_ITEMS - 1);
         assert_eq!(crowded.after.len(), 150);

@@ -19,6 +19,7 @@ use crate::config::{Config, TableNames};
 use crate::error::{BoxError, StoreError};
 
 pub mod accounts;
+mod agent_transaction;
 pub mod agents;
 pub mod first_slice;
 pub mod items;

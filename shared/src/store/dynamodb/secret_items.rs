@@ -49,8 +49,13 @@ pub struct SecretSetItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     pub keys: BTreeMap<String, KeyEntryItem>,
-    /// Left out when empty, so that "unused" is `attribute_not_exists(usedBy)`.
-    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    /// A string set (agents' writes `ADD` and `DELETE` its members), left out when empty (as
+    /// DynamoDB removes an emptied set), so that "unused" is `attribute_not_exists(usedBy)`.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeSet::is_empty",
+        with = "serde_dynamo::string_set"
+    )]
     pub used_by: BTreeSet<String>,
     pub version: u64,
     pub created_at: String,
@@ -226,6 +231,10 @@ mod tests {
         assert!(!written.contains_key("usedBy"));
         item.used_by.insert("bot".into());
         let written: serde_dynamo::Item = serde_dynamo::to_item(item).unwrap();
-        assert!(written.contains_key("usedBy"));
+        assert_eq!(
+            written["usedBy"],
+            serde_dynamo::AttributeValue::Ss(vec!["bot".into()]),
+            "a string set, which ADD and DELETE change"
+        );
     }
 }

@@ -59,18 +59,37 @@ impl DynamoStore {
         })
     }
 
+    /// Every attribute of the set but `usedBy`, which agents' writes own (and which does not
+    /// move the version, so an agent naming the set never makes this write lose its race).
     async fn replace_set(&self, read: u64, set: &SecretSetRecord) -> Result<SetWrite, StoreError> {
-        let result = self
+        let mut item = item_of(&SecretSetItem::from(set))?;
+        for kept in ["pk", "sk", "usedBy"] {
+            item.remove(kept);
+        }
+        let mut update = self
             .client
-            .put_item()
+            .update_item()
             .table_name(&self.agents_table)
-            .set_item(Some(item_of(&SecretSetItem::from(set))?))
+            .set_key(Some(key(
+                namespace_pk(&set.namespace),
+                secret_set_sk(&set.name),
+            )))
             .condition_expression("#version = :read")
             .expression_attribute_names("#version", "version")
-            .expression_attribute_values(":read", n(read))
-            .send()
-            .await;
-        match result {
+            .expression_attribute_values(":read", n(read));
+        let mut assignments = Vec::with_capacity(item.len());
+        for (at, (name, value)) in item.into_iter().enumerate() {
+            assignments.push(format!("#a{at} = :a{at}"));
+            update = update
+                .expression_attribute_names(format!("#a{at}"), name)
+                .expression_attribute_values(format!(":a{at}"), value);
+        }
+        let mut expression = format!("SET {}", assignments.join(", "));
+        if set.host.is_none() {
+            expression.push_str(" REMOVE #host");
+            update = update.expression_attribute_names("#host", "host");
+        }
+        match update.update_expression(expression).send().await {
             Ok(_) => Ok(SetWrite::Written),
             Err(error)
                 if error

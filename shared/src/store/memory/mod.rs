@@ -8,7 +8,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::account::{Account, AccountStore, KeySummary, NewAccount};
 use crate::agent::{
-    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, WriteOutcome,
+    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, SetUse,
+    WriteOutcome,
 };
 use crate::auth::{ApiKey, KeyHash, KeyRecord, KeyStore, Principal};
 use crate::error::StoreError;
@@ -77,7 +78,8 @@ struct Accounts {
     handles: BTreeMap<(String, String), KeyHash>,
 }
 
-/// Secret sets and their sealed values (secrets.rs).
+/// Secret sets and their sealed values (secrets.rs). Locked after `Agents` when both are: an
+/// agent's write changes the users of the sets it names.
 #[derive(Debug, Default)]
 struct Secrets {
     /// (namespace, name) → set.
@@ -157,10 +159,16 @@ impl AgentStore for MemoryStore {
         if let Some(found) = idempotency.and_then(|record| state.key_used(namespace, record)) {
             return Ok(CreateOutcome::KeyUsed(found));
         }
+        let mut secrets = lock(&self.secrets);
+        let uses = SetUse::between(None, Some(agent.config()));
+        if let Some(member) = secrets.missing(namespace, &uses) {
+            return Ok(CreateOutcome::NoSuchSet(member));
+        }
         let key = (namespace.clone(), agent.name.clone());
         if state.agents.contains_key(&key) {
             return Ok(CreateOutcome::NameTaken);
         }
+        secrets.apply(namespace, &agent.name, &uses);
         state.agents.insert(key, agent.clone());
         state.keep_deployment(agent, &agent.active);
         state.keep(namespace, idempotency);
@@ -229,8 +237,19 @@ impl AgentStore for MemoryStore {
         if let Some(found) = idempotency.and_then(|record| state.key_used(namespace, record)) {
             return Ok(WriteOutcome::KeyUsed(found));
         }
+        let mut secrets = lock(&self.secrets);
+        let uses = match change {
+            Change::NewDeployment { replaced } => {
+                SetUse::between(Some(replaced), Some(next.config()))
+            }
+            Change::Status { .. } | Change::AnswerRecorded => SetUse::default(),
+        };
+        if let Some(member) = secrets.missing(namespace, &uses) {
+            return Ok(WriteOutcome::NoSuchSet(member));
+        }
+        secrets.apply(namespace, &next.name, &uses);
         match change {
-            Change::NewDeployment => state.keep_deployment(next, &next.active),
+            Change::NewDeployment { .. } => state.keep_deployment(next, &next.active),
             Change::Status {
                 deployment_id,
                 status,
@@ -258,6 +277,8 @@ impl AgentStore for MemoryStore {
             return Ok(WriteOutcome::Conflict);
         }
         let namespace = &agent.owner.namespace;
+        let uses = SetUse::between(Some(agent.config()), None);
+        lock(&self.secrets).apply(namespace, &agent.name, &uses);
         state
             .deployments
             .retain(|(ns, service, _), _| !(ns == namespace && *service == agent.service_id));

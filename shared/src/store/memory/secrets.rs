@@ -1,6 +1,7 @@
 //! Secret sets in memory: each conditioned write atomic under one lock, as DynamoDB's are.
 
-use super::{MemoryStore, lock};
+use super::{MemoryStore, Secrets, lock};
+use crate::agent::{SetMember, SetUse};
 use crate::error::StoreError;
 use crate::secrets::MAX_SETS_PER_ACCOUNT;
 use crate::secrets::store::{SecretSetRecord, SecretStore, SetWrite, StoredValue};
@@ -17,6 +18,37 @@ fn value_key(
         key.to_owned(),
         value_id.to_owned(),
     )
+}
+
+impl Secrets {
+    /// The first member of `uses` whose set is not in the namespace with the member's type.
+    pub(super) fn missing(&self, namespace: &str, uses: &SetUse<'_>) -> Option<SetMember> {
+        let key = |name: &str| (namespace.to_owned(), name.to_owned());
+        uses.named
+            .iter()
+            .find(|set| {
+                self.sets
+                    .get(&key(set.name))
+                    .is_none_or(|found| found.set_type != set.member.set_type())
+            })
+            .map(|set| set.member)
+    }
+
+    /// Agent `agent` among the users of the sets named, and not of those dropped (a dropped set
+    /// that no longer exists has no users to leave).
+    pub(super) fn apply(&mut self, namespace: &str, agent: &str, uses: &SetUse<'_>) {
+        let named = uses.named.iter().map(|set| (set.name, true));
+        let dropped = uses.dropped.iter().map(|name| (*name, false));
+        for (name, uses_it) in named.chain(dropped) {
+            if let Some(set) = self.sets.get_mut(&(namespace.to_owned(), name.to_owned())) {
+                if uses_it {
+                    set.used_by.insert(agent.to_owned());
+                } else {
+                    set.used_by.remove(agent);
+                }
+            }
+        }
+    }
 }
 
 impl SecretStore for MemoryStore {
@@ -87,7 +119,19 @@ impl SecretStore for MemoryStore {
             (Some(read), Some(current)) if current.version == read => {}
             _ => return Ok(SetWrite::Changed),
         }
-        secrets.sets.insert(id, set.clone());
+        // Agents' writes own `used_by`, and do not move the version.
+        let used_by = secrets
+            .sets
+            .get(&id)
+            .map(|current| current.used_by.clone())
+            .unwrap_or_default();
+        secrets.sets.insert(
+            id,
+            SecretSetRecord {
+                used_by,
+                ..set.clone()
+            },
+        );
         Ok(SetWrite::Written)
     }
 
