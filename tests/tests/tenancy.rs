@@ -129,7 +129,7 @@ async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
 
     // POST with alice's agent name, her sets' names and her idempotency key: bob's account
     // holds no such sets, so bob is told so as of any name nobody has, not replayed her answer.
-    let bob_create = |sets: (&str, &str)| {
+    let bob_creates = |sets: (&str, &str)| {
         let mut request = direct_create(
             Some(&bearer(&bob_key)),
             &json!({"serviceName": "support-bot", "image": "ghcr.io/acme/agent:1.0",
@@ -138,25 +138,13 @@ async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
         request
             .headers_mut()
             .insert("idempotency-key", "shared-key-1".parse().unwrap());
-        request
+        create_agent::handle(&store.store, &store.store, request)
     };
-    let response = create_agent::handle(
-        &store.store,
-        &store.store,
-        bob_create(("alice-env", "alice-pull")),
-    )
-    .await;
+    let response = bob_creates(("alice-env", "alice-pull")).await;
     assert!(!response.headers().contains_key("idempotent-replayed"));
     let (status, refused) = parts(response);
     assert_eq!(status, 400, "{refused}");
-    let (_, unknown) = parts(
-        create_agent::handle(
-            &store.store,
-            &store.store,
-            bob_create(("no-env", "no-pull")),
-        )
-        .await,
-    );
+    let (_, unknown) = parts(bob_creates(("no-env", "no-pull")).await);
     assert_eq!(
         refused.to_string().replace("alice-env", "no-env"),
         unknown.to_string(),
@@ -166,12 +154,7 @@ async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
     // Sets of the same names in bob's own account are his to name: bob gets an agent of his own,
     // not a 409 and not a replay of her answer.
     store.make_sets(&bob.namespace, &alice_sets).await;
-    let response = create_agent::handle(
-        &store.store,
-        &store.store,
-        bob_create(("alice-env", "alice-pull")),
-    )
-    .await;
+    let response = bob_creates(("alice-env", "alice-pull")).await;
     assert!(!response.headers().contains_key("idempotent-replayed"));
     let (status, bob_agent) = parts(response);
     assert_eq!(status, 201, "{bob_agent}");
