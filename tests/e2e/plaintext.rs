@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use integration_tests::contains;
 use integration_tests::stack::{Answer, Stack, bearer};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -194,12 +195,6 @@ fn stack_files(root: &Path) -> Vec<PathBuf> {
         }
     }
     files
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
 }
 
 /// Waits until the data plane's log has a line with `text`.

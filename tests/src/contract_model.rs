@@ -416,6 +416,7 @@ impl Account {
             .as_str()
             .unwrap_or_default()
             .to_owned();
+        let missing_sets = self.missing_sets(members);
         let taken = match key.as_ref().and_then(|key| self.keys.get(key)) {
             Some(first) if *first == parsed => CreateOutcome {
                 answer: Answer::Status(201),
@@ -423,9 +424,7 @@ impl Account {
                 replayed: true,
             },
             Some(_) => CreateOutcome::of(Answer::Status(422)),
-            None if !self.missing_sets(members).is_empty() => {
-                CreateOutcome::of(Answer::Invalid(self.missing_sets(members)))
-            }
+            None if !missing_sets.is_empty() => CreateOutcome::of(Answer::Invalid(missing_sets)),
             None if self.names.contains(&name) => CreateOutcome::of(Answer::Status(409)),
             None => CreateOutcome {
                 answer: Answer::Status(201),

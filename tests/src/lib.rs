@@ -86,25 +86,9 @@ impl TestStore {
         )
     }
 
-    /// Secret sets of these names and types in the namespace, made as PUT makes them (one key,
-    /// or registry credentials), a stand-in sealing their values.
+    /// [`make_sets`] on this store.
     pub async fn make_sets(&self, namespace: &str, sets: &[(&str, shared::secrets::SetType)]) {
-        use shared::secrets::SetType;
-        use shared::secrets::body::SetChange;
-        let region = shared::config::LOCAL_REGION;
-        for (name, set_type) in sets {
-            let body = match set_type {
-                SetType::Secret => serde_json::json!({"secretKey": "API_KEY", "secretValue": "v"}),
-                // base64 of "user:token".
-                SetType::ImagePullSecret => serde_json::json!({"isImagePullSecret": true,
-                    "host": "ghcr.io", "secretValue": "dXNlcjp0b2tlbg=="}),
-            };
-            let change = SetChange::from_json(name, region, body).unwrap();
-            let kms = shared::testing::data_keys::FakeKms::default();
-            shared::secrets::sets::put(&self.store, &kms, namespace, name, region, change)
-                .await
-                .unwrap_or_else(|e| panic!("making set {name}: {e}"));
-        }
+        make_sets(&self.store, namespace, sets).await;
     }
 
     /// The items of an account's namespace in the agents table (agents, deployments, records).
@@ -128,6 +112,38 @@ impl TestStore {
         let output = self.client.scan().table_name(table).send().await.unwrap();
         output.count as usize
     }
+}
+
+/// Secret sets of these names and types in the namespace of `store`, made as PUT makes them
+/// (one key, or registry credentials), a stand-in sealing their values.
+pub async fn make_sets<S: shared::secrets::store::SecretStore>(
+    store: &S,
+    namespace: &str,
+    sets: &[(&str, shared::secrets::SetType)],
+) {
+    use shared::secrets::SetType;
+    use shared::secrets::body::SetChange;
+    let region = shared::config::LOCAL_REGION;
+    let kms = shared::testing::data_keys::FakeKms::default();
+    for (name, set_type) in sets {
+        let body = match set_type {
+            SetType::Secret => serde_json::json!({"secretKey": "API_KEY", "secretValue": "v"}),
+            // base64 of "user:token".
+            SetType::ImagePullSecret => serde_json::json!({"isImagePullSecret": true,
+                "host": "ghcr.io", "secretValue": "dXNlcjp0b2tlbg=="}),
+        };
+        let change = SetChange::from_json(name, region, body).unwrap();
+        shared::secrets::sets::put(store, &kms, namespace, name, region, change)
+            .await
+            .unwrap_or_else(|e| panic!("making set {name}: {e}"));
+    }
+}
+
+/// Whether `needle` is in `haystack` (a planted value looked for in stored bytes).
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
 }
 
 /// A new agent record of `owner` named `name` (image `ghcr.io/acme/agent:1.0`), as create makes

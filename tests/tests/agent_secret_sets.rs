@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use shared::agent::{AgentStore, CreateOutcome};
 use shared::auth::{ApiKey, Principal};
 use shared::secrets::SetType;
+use shared::store::dynamodb::items::namespace_pk;
+use shared::store::dynamodb::secret_items::secret_set_sk;
 
 async fn create(store: &TestStore, key: &ApiKey, body: Value) -> (u16, Value) {
     let request = direct_create(Some(&bearer(key)), &body);
@@ -173,14 +175,8 @@ async fn force_redeploy_makes_a_new_deployment_of_an_unchanged_configuration() {
 /// The key of set `set` of `namespace` in the agents table.
 fn set_key(namespace: &str, set: &str) -> std::collections::HashMap<String, AttributeValue> {
     std::collections::HashMap::from([
-        (
-            "pk".to_owned(),
-            AttributeValue::S(format!("NS#{namespace}")),
-        ),
-        (
-            "sk".to_owned(),
-            AttributeValue::S(format!("SECRETSET#{set}")),
-        ),
+        ("pk".to_owned(), AttributeValue::S(namespace_pk(namespace))),
+        ("sk".to_owned(), AttributeValue::S(secret_set_sk(set))),
     ])
 }
 

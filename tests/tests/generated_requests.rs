@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use integration_tests::TestStore;
 use integration_tests::contract_model::{self, Account, Answer, SetKind};
+use integration_tests::make_sets;
 use lambda_http::{Body, Request, RequestExt, Response};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 use shared::agent::AgentStore;
 use shared::auth::{ApiKey, Principal};
 use shared::logs::{LogLine, LogStore};
+use shared::secrets::SetType;
 use shared::store::memory::MemoryStore;
 
 const CASES: u32 = 10_000;
@@ -86,24 +88,9 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 /// The sets the valid body names: `env` (keys) and `pull` (registry credentials).
-async fn make_sets<S: shared::secrets::store::SecretStore>(store: &S, namespace: &str) {
-    use shared::secrets::body::SetChange;
-    let kms = shared::testing::data_keys::FakeKms::default();
-    for (name, body) in [
-        ("env", json!({"secretKey": "API_KEY", "secretValue": "v"})),
-        (
-            "pull",
-            json!({"isImagePullSecret": true, "host": "ghcr.io", "secretValue": "dXNlcjp0b2tlbg=="}),
-        ),
-    ] {
-        let change = SetChange::from_json(name, "us-east-1", body).unwrap();
-        shared::secrets::sets::put(store, &kms, namespace, name, "us-east-1", change)
-            .await
-            .unwrap();
-    }
-}
+const SETS: &[(&str, SetType)] = &[("env", SetType::Secret), ("pull", SetType::ImagePullSecret)];
 
-/// The model's account, holding the sets [`make_sets`] makes.
+/// The model's account, holding [`SETS`].
 fn account_with_sets() -> Account {
     let mut account = Account::default();
     account.hold_set("env", SetKind::Secret);
@@ -445,7 +432,7 @@ fn ten_thousand_generated_creates_get_the_answer_the_contract_gives_each() {
     let store = MemoryStore::default();
     let key = store.issue_key(&caller());
     let valid = format!("Bearer {}", key.expose());
-    runtime.block_on(make_sets(&store, &caller().namespace));
+    runtime.block_on(make_sets(&store, &caller().namespace, SETS));
     let account = std::cell::RefCell::new(account_with_sets());
     // One fixed sequence of requests: the check at the end asks for rare answers (a key used
     // again with another body after a 201 is a 422), which a random seed missed about one run in
@@ -804,7 +791,7 @@ async fn generated_creates_on_dynamodb_local_get_the_contracts_answer_and_write_
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
     let valid = format!("Bearer {}", key.expose());
-    make_sets(&store.store, &caller.namespace).await;
+    make_sets(&store.store, &caller.namespace, SETS).await;
     let account = std::sync::Mutex::new(account_with_sets());
     let mut runner = TestRunner::new(config(400));
     let handle = tokio::runtime::Handle::current();

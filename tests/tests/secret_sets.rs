@@ -3,8 +3,8 @@
 //! only, and a deleted set leaves nothing behind.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use integration_tests::TestStore;
 use integration_tests::emulators::Moto;
+use integration_tests::{TestStore, contains};
 use serde_json::json;
 use shared::secrets::body::SetChange;
 use shared::secrets::opening::open_set;
@@ -69,12 +69,6 @@ async fn stored_bytes(store: &TestStore) -> Vec<Vec<u8>> {
         }
     }
     out
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
 }
 
 #[tokio::test]
