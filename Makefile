@@ -34,7 +34,7 @@ help:
 	@echo "make api-key ACCOUNT=<name>   create the account if needed, print a new key (last line)"
 	@echo "make logs-cost [VOLUMES=1000,10000,100000] [BASELINE=rev]   write units and bytes per line,"
 	@echo "              a 5,000 lines/s load's write units per key, lines read per page"
-	@echo "make validate sam validate --lint and cfn-lint on template.yaml"
+	@echo "make validate sam validate --lint, cfn-lint and checkov on template.yaml"
 	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
 	@echo "make schemathesis   schemathesis against the local service (also in make test; SCHEMATHESIS_EXAMPLES=300)"
 	@echo "make bench    cold init, latency and sizes of the release binaries (BENCH_STARTS=21, BENCH_REQUESTS=200, BASELINE=rev)"
@@ -65,11 +65,14 @@ e2e:
 	@scripts/e2e.sh watch plaintext
 	@scripts/e2e.sh sam invoke http
 
-# sam and cfn-lint from PyPI, in .local/tools-venv.
+# sam and cfn-lint from PyPI, in .local/tools-venv; checkov in .local/checkov-venv, with the
+# checks docs/security.md answers skipped (.checkov.yaml): any other finding fails.
 validate:
 	@scripts/local.sh sam-tools
+	@scripts/local.sh checkov
 	@SAM_CLI_TELEMETRY=0 $(LOCAL)/tools-venv/bin/sam validate --lint --region us-east-1
 	@$(LOCAL)/tools-venv/bin/cfn-lint template.yaml && echo "cfn-lint: template.yaml clean"
+	@$(LOCAL)/checkov-venv/bin/checkov -f template.yaml --config-file .checkov.yaml
 
 build:
 	@scripts/build.sh
@@ -89,8 +92,8 @@ bench:
 		--bin hello-lambda --bin hello-current-thread --bin hello-dynamodb
 	@if [ -n "$(BASELINE)" ]; then \
 		BENCH_BASELINE="$$(scripts/bench-baseline.sh $(BASELINE))" BENCH_BASELINE_LABEL="$(BASELINE)" \
-			scripts/with-dynamodb.sh cargo run --quiet -p agent-hosting-bench --bin bench; \
-	else scripts/with-dynamodb.sh cargo run --quiet -p agent-hosting-bench --bin bench; fi
+			scripts/with-dynamodb.sh scripts/with-moto.sh cargo run --quiet -p agent-hosting-bench --bin bench; \
+	else scripts/with-dynamodb.sh scripts/with-moto.sh cargo run --quiet -p agent-hosting-bench --bin bench; fi
 	cargo bench --quiet -p agent-hosting-bench --bench handlers -- --noplot
 
 schemathesis:

@@ -8,7 +8,9 @@ from spawn to the first byte of the binary's first Runtime API poll, median of N
            target/release/create-agent,SSL_CERT_DIR=/nonexistent
 
 Each binary gets Lambda's variables (as make bench sets them) plus its own VAR=value pairs. It
-never gets an event: the measurement ends at the first poll, so no store is needed.
+never gets an event: the measurement ends at the first poll, so no store is needed; the paged
+functions read their cursor secret at init, from CURSOR_SECRET_ID on SECRETS_MANAGER_ENDPOINT
+when this script's environment has them (scripts/local.sh moto-start, then cursor-secret).
 """
 import os
 import socket
@@ -29,10 +31,14 @@ LAMBDA_ENV = {
     "AGENTS_TABLE": "agents",
     "ACCOUNTS_TABLE": "accounts",
     "LOGS_TABLE": "logs",
-    "CURSOR_KEY": "bench-cursor-secret-of-32-bytes-or-more",
     "DYNAMODB_ENDPOINT": "http://127.0.0.1:8000",
     "RUST_LOG": "warn",
 }
+LAMBDA_ENV.update(
+    (name, os.environ[name])
+    for name in ("CURSOR_SECRET_ID", "SECRETS_MANAGER_ENDPOINT")
+    if name in os.environ
+)
 
 
 def init_once(binary, extra):

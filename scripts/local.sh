@@ -3,6 +3,7 @@
 # git ignores, or with apt for Java), and starts and stops DynamoDB Local.
 #
 #   scripts/local.sh tools                 install cargo-lambda and DynamoDB Local if missing
+#   scripts/local.sh checkov               install checkov if missing
 #   scripts/local.sh free-port             print a free TCP port on 127.0.0.1
 #   scripts/local.sh dynamodb-start PORT [DATA_DIR]
 #                                          start DynamoDB Local (in memory without DATA_DIR),
@@ -11,6 +12,10 @@
 #   scripts/local.sh moto-start PORT [HOST] start moto's server (AWS APIs without an official
 #                                          emulator: SQS, KMS) on HOST (127.0.0.1), wait until it
 #                                          answers, print its PID
+#   scripts/local.sh cursor-secret ENDPOINT
+#                                          make the secret cursors are signed with (random, one
+#                                          per run) in moto's Secrets Manager at ENDPOINT, print
+#                                          its ARN (CURSOR_SECRET_ID)
 #   scripts/local.sh docker-engine         install Debian's docker.io and start dockerd if no
 #                                          engine answers
 #   scripts/local.sh lambda-image ARCH     the image sam local runs functions in
@@ -37,6 +42,8 @@ pipecat_cli_version="1.3.0"
 pipecatcloud_version="1.4.0"
 pipecat_venv="$local_dir/pipecat-venv"
 tools_venv="$local_dir/tools-venv"
+checkov_version="3.3.30"
+checkov_venv="$local_dir/checkov-venv"
 
 log() { printf '%s\n' "$*" >&2; }
 
@@ -89,6 +96,15 @@ ensure_schemathesis() {
   fi
 }
 
+# checkov, in a venv of its own (its pins are not sam's).
+ensure_checkov() {
+  if [ ! -x "$checkov_venv/bin/checkov" ]; then
+    log "installing checkov $checkov_version under .local/checkov-venv"
+    python3 -m venv "$checkov_venv"
+    "$checkov_venv/bin/pip" install -q --disable-pip-version-check "checkov==$checkov_version"
+  fi
+}
+
 # The anchor's CLI, in a venv of its own (its pins are not sam's or moto's).
 ensure_pipecat_cli() {
   if [ ! -x "$pipecat_venv/bin/pipecat" ]; then
@@ -121,6 +137,19 @@ moto_start() {
   "$moto_venv/bin/moto_server" -H "$host" -p "$port" >"$local_dir/moto-$port.log" 2>&1 &
   wait_until_answering "$!" "moto" "$port" "$local_dir/moto-$port.log" \
     curl -s -o /dev/null "http://127.0.0.1:$port/moto-api/"
+}
+
+# cursor_secret ENDPOINT: template.yaml's CursorSecret, in moto's Secrets Manager; its ARN.
+# moto checks no signature, but tells the service from the Authorization header's credential
+# scope.
+cursor_secret() {
+  local endpoint=$1 value
+  value=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  curl -sf "$endpoint/" -H 'X-Amz-Target: secretsmanager.CreateSecret' \
+    -H 'Content-Type: application/x-amz-json-1.1' \
+    -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/secretsmanager/aws4_request, SignedHeaders=host, Signature=0' \
+    -d "{\"Name\": \"cursor-secret-$RANDOM$RANDOM\", \"SecretString\": \"$value\"}" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["ARN"])'
 }
 
 # wait_until_answering PID NAME PORT LOG COMMAND...: prints PID once COMMAND succeeds; fails with
@@ -266,6 +295,7 @@ case "${1:-}" in
   tools) ensure_cargo_lambda; ensure_dynamodb ;;
   dynamodb-tools) ensure_dynamodb ;;
   sam-tools) ensure_sam ;;
+  checkov) ensure_checkov ;;
   schemathesis) ensure_schemathesis ;;
   arm64-toolchain) ensure_arm64_toolchain ;;
   cargo-lambda) ensure_cargo_lambda ;;
@@ -278,5 +308,6 @@ case "${1:-}" in
   moto) ensure_moto ;;
   pipecat-cli) ensure_pipecat_cli ;;
   moto-start) shift; moto_start "$@" ;;
-  *) log "usage: $0 tools|dynamodb-tools|sam-tools|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|pipecat-cli|docker-engine|lambda-image ARCH|docker-bridge-ip"; exit 2 ;;
+  cursor-secret) shift; cursor_secret "$@" ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|docker-engine|lambda-image ARCH|docker-bridge-ip"; exit 2 ;;
 esac

@@ -16,8 +16,8 @@
 #   STACK_GATEWAY          what answers a denied request: none (the function) or sam-rest-api
 #   STACK_LOGS             the servers' log files
 #   STACK_SAM_ARCH, STACK_CONTAINER_DYNAMODB_ENDPOINT, STACK_CONTAINER_KMS_ENDPOINT (sam): the
-#                          functions' architecture, and DynamoDB Local and KMS (moto) as
-#                          their containers reach them
+#                          functions' architecture, and DynamoDB Local and moto (KMS, Secrets
+#                          Manager) as their containers reach them
 #   STACK_DATA_PLANE_BIN   the development data plane's binary (started by the stack unless
 #                          STACK_DATA_PLANE=off: a suite that starts and stops its own)
 #
@@ -31,7 +31,7 @@ stack_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 set -m
 stack_pids=()
 stack_dynamodb_pid=""
-stack_kms_pid=""
+stack_moto_pid=""
 # Files of this stack alone (an in-memory store's checkpoint), removed when it stops.
 stack_files=()
 STACK_LOGS=()
@@ -67,9 +67,9 @@ stack_stop() {
     "$stack_root/scripts/local.sh" dynamodb-stop "$stack_dynamodb_pid"
     stack_dynamodb_pid=""
   fi
-  if [ -n "$stack_kms_pid" ]; then
-    kill -TERM "$stack_kms_pid" 2>/dev/null || true
-    stack_kms_pid=""
+  if [ -n "$stack_moto_pid" ]; then
+    kill -TERM "$stack_moto_pid" 2>/dev/null || true
+    stack_moto_pid=""
   fi
   [ "${#stack_files[@]}" = 0 ] || rm -f "${stack_files[@]}"
   stack_files=()
@@ -123,22 +123,22 @@ stack_store() {
   export DYNAMODB_PORT=$port
   export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
   export AGENTS_TABLE=${AGENTS_TABLE:-agents} ACCOUNTS_TABLE=${ACCOUNTS_TABLE:-accounts} LOGS_TABLE=${LOGS_TABLE:-logs}
-  # The secret logs cursors are signed with (on AWS, a Secrets Manager secret of the stack): one
-  # per local stack, so a cursor of an earlier run is refused as another deployment's would be.
-  export CURSOR_KEY=${CURSOR_KEY:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
   # DynamoDB Local ignores credentials, but the SDK signs requests with some.
   export AWS_REGION=${AWS_REGION:-us-east-1}
   export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
   stack_admin create-tables
-  stack_kms
+  stack_moto
 }
 
-# stack_kms: KMS for secret values, as moto's server (AWS has no KMS emulator) on a free port,
-# reachable from sam's containers too, with a key of its own: KMS_ENDPOINT and SECRETS_KEY_ID.
-stack_kms() {
+# stack_moto: moto's server (AWS has no emulator of KMS nor of Secrets Manager) on a free port,
+# reachable from sam's containers too: KMS for secret values, with a key of its own (KMS_ENDPOINT
+# and SECRETS_KEY_ID), and Secrets Manager with the secret cursors are signed with
+# (SECRETS_MANAGER_ENDPOINT and CURSOR_SECRET_ID): one per local stack, so a cursor of an earlier
+# run is refused as another deployment's would be.
+stack_moto() {
   local port
   port=$("$stack_root/scripts/local.sh" free-port)
-  stack_kms_pid=$("$stack_root/scripts/local.sh" moto-start "$port" 0.0.0.0)
+  stack_moto_pid=$("$stack_root/scripts/local.sh" moto-start "$port" 0.0.0.0)
   export KMS_PORT=$port KMS_ENDPOINT="http://127.0.0.1:$port"
   # KMS's JSON protocol; moto checks no signature, but tells the service from the credential
   # scope of the Authorization header.
@@ -148,6 +148,9 @@ stack_kms() {
     -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/kms/aws4_request, SignedHeaders=host, Signature=0' \
     -d '{"Description": "local secret sets"}' |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["KeyMetadata"]["KeyId"])')
+  export SECRETS_MANAGER_ENDPOINT=$KMS_ENDPOINT
+  export CURSOR_SECRET_ID
+  CURSOR_SECRET_ID=$("$stack_root/scripts/local.sh" cursor-secret "$SECRETS_MANAGER_ENDPOINT")
 }
 
 # stack_key ACCOUNT NAMESPACE: prints a new key of the account (created with that namespace if new).
@@ -193,7 +196,7 @@ stack_watch() {
   (cd "$stack_root" && exec "$stack_root/.local/venv/bin/cargo-lambda" lambda watch --quiet \
     --target "$(stack_host_triple)" --invoke-address 127.0.0.1 --invoke-port "$port" \
     ${STACK_WATCH_IGNORE_CHANGES:+--ignore-changes} \
-    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,CURSOR_KEY=$CURSOR_KEY,KMS_ENDPOINT=$KMS_ENDPOINT,SECRETS_KEY_ID=$SECRETS_KEY_ID" \
+    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,CURSOR_SECRET_ID=$CURSOR_SECRET_ID,SECRETS_MANAGER_ENDPOINT=$SECRETS_MANAGER_ENDPOINT,KMS_ENDPOINT=$KMS_ENDPOINT,SECRETS_KEY_ID=$SECRETS_KEY_ID" \
     --env-var "AWS_REGION=$AWS_REGION,AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY,RUST_LOG=${RUST_LOG:-info}") \
     >"$log" 2>&1 &
   stack_pids+=("$!")
@@ -286,7 +289,8 @@ stack_sam_env() {
   cat >"$1" <<JSON
 {"Parameters": {"DYNAMODB_ENDPOINT": "$STACK_CONTAINER_DYNAMODB_ENDPOINT",
   "AGENTS_TABLE": "$AGENTS_TABLE", "ACCOUNTS_TABLE": "$ACCOUNTS_TABLE", "LOGS_TABLE": "$LOGS_TABLE",
-  "CURSOR_KEY": "$CURSOR_KEY", "KMS_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT", "SECRETS_KEY_ID": "$SECRETS_KEY_ID"}}
+  "CURSOR_SECRET_ID": "$CURSOR_SECRET_ID", "SECRETS_MANAGER_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT",
+  "KMS_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT", "SECRETS_KEY_ID": "$SECRETS_KEY_ID"}}
 JSON
 }
 

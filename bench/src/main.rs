@@ -64,6 +64,10 @@ fn env_number(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+fn required_env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} must be set (make bench sets it)"))
+}
+
 /// The environment Lambda gives a function, plus the service's own configuration.
 fn lambda_env(api: &RuntimeApi, tables: &TableNames, endpoint: &str) -> Vec<(String, String)> {
     [
@@ -79,6 +83,13 @@ fn lambda_env(api: &RuntimeApi, tables: &TableNames, endpoint: &str) -> Vec<(Str
         ("AGENTS_TABLE", tables.agents.clone()),
         ("ACCOUNTS_TABLE", tables.accounts.clone()),
         ("LOGS_TABLE", tables.logs.clone()),
+        // The paged functions read their cursor secret at init, from moto's Secrets Manager
+        // (scripts/with-moto.sh); builds of earlier commits read it from CURSOR_KEY.
+        ("CURSOR_SECRET_ID", required_env("CURSOR_SECRET_ID")),
+        (
+            "SECRETS_MANAGER_ENDPOINT",
+            required_env("SECRETS_MANAGER_ENDPOINT"),
+        ),
         (
             "CURSOR_KEY",
             "bench-cursor-secret-of-32-bytes-or-more".into(),

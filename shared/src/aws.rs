@@ -1,4 +1,5 @@
-//! The AWS clients of a function (DynamoDB; KMS where it seals values), built at cold start with explicit time and retry
+//! The AWS clients of a function (DynamoDB; KMS where it seals values; Secrets Manager where it
+//! signs cursors), built at cold start with explicit time and retry
 //! bounds, so a slow store turns into a 503 well inside the Lambda timeout.
 //!
 //! Built from what Lambda gives a function and nothing else, because init is billed and every
@@ -54,6 +55,19 @@ pub fn kms_client(endpoint: Option<&str>) -> Result<aws_sdk_kms::Client, Missing
         config = config.endpoint_url(endpoint);
     }
     Ok(aws_sdk_kms::Client::from_conf(config.build()))
+}
+
+/// A client for Secrets Manager on AWS, or for an emulator (moto's server) when `endpoint` is
+/// set; built as [`dynamodb_client`] is, with the same bounds.
+pub fn secrets_manager_client(
+    endpoint: Option<&str>,
+) -> Result<aws_sdk_secretsmanager::Client, MissingVariable> {
+    let shared = shared_config(optional, endpoint)?;
+    let mut config = aws_sdk_secretsmanager::config::Builder::from(&shared);
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    Ok(aws_sdk_secretsmanager::Client::from_conf(config.build()))
 }
 
 /// [`dynamodb_client`] with the environment given as a lookup (tests use a map).

@@ -47,6 +47,10 @@ pub const DEFAULT_LOG_RETENTION_DAYS: u32 = 30;
 pub const SECRETS_KEY_ID: &str = "SECRETS_KEY_ID";
 /// KMS's endpoint, set for an emulator (moto's server); unset on AWS.
 pub const KMS_ENDPOINT: &str = "KMS_ENDPOINT";
+/// The Secrets Manager secret (its ARN or name) logs and list cursors are signed with.
+pub const CURSOR_SECRET_ID: &str = "CURSOR_SECRET_ID";
+/// Secrets Manager's endpoint, set for an emulator (moto's server); unset on AWS.
+pub const SECRETS_MANAGER_ENDPOINT: &str = "SECRETS_MANAGER_ENDPOINT";
 /// The region Lambda runs a function in.
 pub const AWS_REGION: &str = "AWS_REGION";
 /// The region of local runs when the environment names none (DynamoDB Local and moto ignore it).

@@ -16,10 +16,6 @@ use sha2::{Digest, Sha256};
 
 use crate::ApiError;
 
-/// The environment variable holding the secret cursors are signed with (at least
-/// [`CursorKey::MIN_SECRET_LENGTH`] bytes; template.yaml generates one per stack).
-pub const CURSOR_KEY_VARIABLE: &str = "CURSOR_KEY";
-
 const TAG_LENGTH: usize = 16;
 
 /// What one paged route's cursors hold.
@@ -40,7 +36,8 @@ impl CursorFormat {
     }
 }
 
-/// The key cursors are signed with: 32 bytes, derived from the stack's secret.
+/// The key cursors are signed with: 32 bytes, derived from the stack's secret (template.yaml
+/// generates one per stack; [`crate::store::cursor_secret`] reads it).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CursorKey([u8; 32]);
 
@@ -52,7 +49,7 @@ impl std::fmt::Debug for CursorKey {
 
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{CURSOR_KEY_VARIABLE} must be a secret of at least {} bytes",
+    "the cursor secret must be at least {} bytes",
     CursorKey::MIN_SECRET_LENGTH
 )]
 pub struct WeakCursorSecret;

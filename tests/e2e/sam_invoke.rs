@@ -6,7 +6,8 @@
 //!
 //! Besides the stack's variables (tests/src/stack.rs), it reads `STACK_SAM_ARCH` and
 //! `STACK_CONTAINER_DYNAMODB_ENDPOINT` and `STACK_CONTAINER_KMS_ENDPOINT` (DynamoDB Local and
-//! moto's KMS as the functions' containers reach them), and `SECRETS_KEY_ID`.
+//! moto (KMS, Secrets Manager) as the functions' containers reach them), `SECRETS_KEY_ID` and
+//! `CURSOR_SECRET_ID`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -287,7 +288,8 @@ async fn prepare() -> (DynamoStore, PathBuf) {
         "AGENTS_TABLE": names.agents,
         "ACCOUNTS_TABLE": names.accounts,
         "LOGS_TABLE": names.logs,
-        "CURSOR_KEY": "sam-invoke-cursor-secret-of-32-bytes-or-more",
+        "CURSOR_SECRET_ID": variable("CURSOR_SECRET_ID"),
+        "SECRETS_MANAGER_ENDPOINT": variable("STACK_CONTAINER_KMS_ENDPOINT"),
         "KMS_ENDPOINT": variable("STACK_CONTAINER_KMS_ENDPOINT"),
         "SECRETS_KEY_ID": variable("SECRETS_KEY_ID"),
     }});

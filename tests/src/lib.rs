@@ -20,6 +20,9 @@ pub mod lines;
 /// The contract's answer to a generated request, worked out independently of the service.
 pub mod contract_model;
 
+/// template.yaml, read as the template tests read it.
+pub mod template;
+
 /// A running stack over HTTP, for the suites under e2e/.
 #[cfg(feature = "e2e")]
 pub mod stack;

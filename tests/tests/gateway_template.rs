@@ -6,28 +6,16 @@
 use std::collections::BTreeMap;
 
 use integration_tests::openapi::{assert_conforms, document as openapi};
+use integration_tests::template::{reference, template};
 use serde_json::Value;
 use serde_yaml::Value as Yaml;
 use shared::ApiError;
 use shared::error::StoreError;
 
-fn template() -> Yaml {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml");
-    serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 fn api(template: &Yaml) -> &Yaml {
     let api = &template["Resources"]["Api"];
     assert_eq!(api["Type"].as_str(), Some("AWS::Serverless::Api"));
     &api["Properties"]
-}
-
-/// A CloudFormation `!Ref NAME`, as serde_yaml reads the short form.
-fn reference(value: &Yaml) -> Option<&str> {
-    match value {
-        Yaml::Tagged(tagged) if tagged.tag == "!Ref" => tagged.value.as_str(),
-        _ => None,
-    }
 }
 
 /// A gateway response as a client receives it: status, headers (lowercase names, values without

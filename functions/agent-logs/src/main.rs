@@ -3,7 +3,6 @@
 use agent_logs::Settings;
 use lambda_http::{Error, service_fn};
 use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, LOGS_TABLE};
-use shared::cursor::{CURSOR_KEY_VARIABLE, CursorKey};
 use shared::lambda::run;
 use shared::store::dynamodb::DynamoStore;
 
@@ -16,7 +15,7 @@ async fn main() -> Result<(), Error> {
     let (store, config) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE, LOGS_TABLE])?;
     let settings = Settings {
         retention_days: config.log_retention_days,
-        cursor_key: CursorKey::from_secret(&shared::config::required(CURSOR_KEY_VARIABLE)?)?,
+        cursor_key: shared::store::cursor_secret::cursor_key_from_env().await?,
     };
     let store = &store;
     run(service_fn(move |request| async move {

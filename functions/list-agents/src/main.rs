@@ -2,7 +2,6 @@
 
 use lambda_http::{Error, service_fn};
 use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE};
-use shared::cursor::{CURSOR_KEY_VARIABLE, CursorKey};
 use shared::lambda::run;
 use shared::store::dynamodb::DynamoStore;
 
@@ -12,7 +11,7 @@ use shared::store::dynamodb::DynamoStore;
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let (store, _) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE])?;
-    let cursor_key = CursorKey::from_secret(&shared::config::required(CURSOR_KEY_VARIABLE)?)?;
+    let cursor_key = shared::store::cursor_secret::cursor_key_from_env().await?;
     let (store, cursor_key) = (&store, &cursor_key);
     run(service_fn(move |request| async move {
         Ok::<_, std::convert::Infallible>(

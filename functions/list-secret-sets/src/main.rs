@@ -3,7 +3,6 @@
 
 use lambda_http::{Error, service_fn};
 use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE};
-use shared::cursor::{CURSOR_KEY_VARIABLE, CursorKey};
 use shared::lambda::run;
 use shared::store::dynamodb::DynamoStore;
 
@@ -11,7 +10,7 @@ use shared::store::dynamodb::DynamoStore;
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let (store, _) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE])?;
-    let cursor_key = CursorKey::from_secret(&shared::config::required(CURSOR_KEY_VARIABLE)?)?;
+    let cursor_key = shared::store::cursor_secret::cursor_key_from_env().await?;
     let region = shared::config::region();
     let (store, cursor_key, region) = (&store, &cursor_key, region.as_str());
     run(service_fn(move |request| async move {

@@ -1,0 +1,81 @@
+//! template.yaml as the template tests read it: serde_yaml's view, where CloudFormation's short
+//! forms (`!Ref`, `!GetAtt`) are tagged values.
+
+use serde_yaml::Value as Yaml;
+
+pub fn template() -> Yaml {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml");
+    serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A CloudFormation `!Ref NAME`, as serde_yaml reads the short form.
+pub fn reference(value: &Yaml) -> Option<&str> {
+    match value {
+        Yaml::Tagged(tagged) if tagged.tag == "!Ref" => tagged.value.as_str(),
+        _ => None,
+    }
+}
+
+/// The resources of one type, by logical name.
+pub fn resources_of_type<'a>(template: &'a Yaml, kind: &str) -> Vec<(&'a str, &'a Yaml)> {
+    template["Resources"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .filter(|(_, resource)| resource["Type"].as_str() == Some(kind))
+        .map(|(name, resource)| (name.as_str().unwrap(), resource))
+        .collect()
+}
+
+/// One statement of a function's inline policies: its actions and its resources.
+#[derive(Debug)]
+pub struct Grant<'a> {
+    pub actions: Vec<String>,
+    pub resources: Vec<&'a Yaml>,
+}
+
+/// Every statement of each function's inline policies, by function. SAM's KMS policy templates
+/// (e.g. KMSDecryptPolicy), which grant actions by name only, are refused.
+pub fn function_grants(template: &Yaml) -> Vec<(&str, Vec<Grant<'_>>)> {
+    resources_of_type(template, "AWS::Serverless::Function")
+        .into_iter()
+        .map(|(name, function)| {
+            let mut grants = Vec::new();
+            for policy in function["Properties"]["Policies"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+            {
+                if let Some(template_policy) = policy.as_mapping().and_then(|m| m.keys().next()) {
+                    let policy_name = template_policy.as_str().unwrap_or_default();
+                    assert!(
+                        policy_name == "Statement" || !policy_name.starts_with("KMS"),
+                        "{name}: a SAM KMS policy template"
+                    );
+                }
+                for statement in policy["Statement"].as_sequence().into_iter().flatten() {
+                    grants.push(Grant {
+                        actions: strings(&statement["Action"]),
+                        resources: match &statement["Resource"] {
+                            Yaml::Sequence(list) => list.iter().collect(),
+                            Yaml::Null => Vec::new(),
+                            one => vec![one],
+                        },
+                    });
+                }
+            }
+            (name, grants)
+        })
+        .collect()
+}
+
+fn strings(value: &Yaml) -> Vec<String> {
+    match value {
+        Yaml::String(one) => vec![one.clone()],
+        Yaml::Sequence(list) => list
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
