@@ -13,6 +13,8 @@ SHELL := bash
 PORT ?= 9000
 DYNAMODB_PORT ?= 8000
 ACCOUNT ?= dev
+# private (every route) or public (only session starts).
+KIND ?= private
 LOCAL := .local
 CARGO_LAMBDA := $(LOCAL)/venv/bin/cargo-lambda
 ADMIN := cargo run --quiet --package agent-hosting-admin --
@@ -31,7 +33,8 @@ help:
 	@echo "              containers; Lambda's Invoke API on port $(PORT)+1; SAM_LOCAL_ARCH=arm64 to emulate arm64)"
 	@echo "make test     run every test (starts its own DynamoDB Local, cargo lambda watch and sam local)"
 	@echo "make e2e      only the end-to-end suites (through cargo lambda watch, then sam local)"
-	@echo "make api-key ACCOUNT=<name>   create the account if needed, print a new key (last line)"
+	@echo "make api-key ACCOUNT=<name> [KIND=public]   create the account if needed, print a new key"
+	@echo "              (last line; KIND=public: a key that may only start sessions)"
 	@echo "make logs-cost [VOLUMES=1000,10000,100000] [BASELINE=rev]   write units and bytes per line,"
 	@echo "              a 5,000 lines/s load's write units per key, lines read per page"
 	@echo "make validate sam validate --lint, cfn-lint and checkov on template.yaml"
@@ -101,7 +104,7 @@ schemathesis:
 
 # Against the store `make run` uses (or any DYNAMODB_ENDPOINT / AWS tables given by name).
 api-key:
-	@$(ADMIN) issue-key "$(ACCOUNT)" --create-account
+	@$(ADMIN) issue-key "$(ACCOUNT)" --create-account --kind "$(KIND)"
 
 # What a line costs to write and keep, a load run's per-key write units, and lines read per logs
 # page by filter and volume, on a DynamoDB Local of its own; BASELINE=rev runs that commit's

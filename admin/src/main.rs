@@ -16,7 +16,7 @@ use agent_hosting_admin::error::AdminError;
 use agent_hosting_admin::gateway::{AccountGateway, Gateway, Limits, Plan};
 use clap::{Parser, Subcommand};
 use shared::account::{self, AccountError, AccountStore};
-use shared::auth::ApiKey;
+use shared::auth::{ApiKey, KeyKind};
 use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, DYNAMODB_ENDPOINT, LOGS_TABLE, TableNames};
 use shared::store::dynamodb::DynamoStore;
 use shared::store::tables;
@@ -77,6 +77,10 @@ enum Command {
         /// With --create-account: the namespace of a new account.
         #[arg(long, requires = "create_account")]
         namespace: Option<String>,
+        /// private (every route) or public (only session starts: a key to ship in a web or
+        /// mobile client).
+        #[arg(long, default_value = "private")]
+        kind: KeyKind,
     },
     /// List an account's keys (ids and dates, never the keys), and its gateway key and limits.
     ListKeys { account: String },
@@ -183,6 +187,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
             account,
             create_account,
             namespace,
+            kind,
         } => {
             let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
             if create_account {
@@ -193,11 +198,14 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                     account.account_id, account.namespace
                 );
             }
-            let (key, record) = account::issue_key(&store, &account).await?;
+            let (key, record) = account::issue_key(&store, &account, kind).await?;
             ensure_gateway_key(gateway, &account).await?;
             eprintln!(
-                "issued key {} for account {} (namespace {}); it is shown once, store it now",
-                record.key_id, record.account_id, record.namespace
+                "issued {} key {} for account {} (namespace {}); it is shown once, store it now",
+                kind.as_str(),
+                record.key_id,
+                record.account_id,
+                record.namespace
             );
             println!("{}", key.expose());
         }
@@ -207,8 +215,9 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
             }
             for key in store.list_keys(&account).await? {
                 println!(
-                    "{}\tcreated {}\t{}",
+                    "{}\t{}\tcreated {}\t{}",
                     key.key_id,
+                    key.kind.as_str(),
                     key.created_at,
                     key.revoked_at
                         .map_or("active".to_owned(), |at| format!("revoked {at}"))

@@ -6,7 +6,7 @@
 
 use std::future::Future;
 
-use crate::auth::{ApiKey, KeyHash, KeyRecord, KeyStore};
+use crate::auth::{ApiKey, KeyHash, KeyKind, KeyRecord, KeyStore};
 use crate::error::StoreError;
 use crate::timestamp::now_rfc3339_millis;
 use crate::validation::{DNS_LABEL_RULE, is_dns_label};
@@ -23,6 +23,7 @@ pub struct Account {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeySummary {
     pub key_id: String,
+    pub kind: KeyKind,
     pub created_at: String,
     pub revoked_at: Option<String>,
 }
@@ -143,19 +144,21 @@ pub async fn ensure_account<S: AccountStore>(
     Err(AccountError::NoFreeNamespace)
 }
 
-/// A new key for an existing account; the key is answered once and never kept.
+/// A new key of `kind` for an existing account; the key is answered once and never kept.
 pub async fn issue_key<S: AccountStore>(
     store: &S,
     account_id: &str,
+    kind: KeyKind,
 ) -> Result<(ApiKey, KeyRecord), AccountError> {
     let account = store
         .get_account(account_id)
         .await?
         .ok_or_else(|| AccountError::NoAccount(account_id.to_owned()))?;
-    let key = ApiKey::generate();
+    let key = ApiKey::generate_of(kind);
     let hash = key.hash();
     let record = KeyRecord {
         key_id: hash.key_id().to_owned(),
+        kind,
         account_id: account.account_id,
         namespace: account.namespace,
         created_at: now_rfc3339_millis(),

@@ -1,8 +1,10 @@
 //! API keys and the one code path that checks them (contract section 2).
 //!
-//! A key looks like `ahk_` + 30 random base62 characters + a 6-character base62 CRC32 checksum
-//! (GitHub-token style): secret scanners recognise the prefix, and a mistyped key is refused
-//! without a store read. Only the SHA-256 of a key is stored; the key is shown once, at issue.
+//! A key looks like `ahk_` (a private key) or `ahp_` (a public key) + 30 random base62
+//! characters + a 6-character base62 CRC32 checksum (GitHub-token style): secret scanners
+//! recognise the prefix, and a mistyped key is refused without a store read. Only the SHA-256 of
+//! a key is stored; the key is shown once, at issue. A public key may only start sessions
+//! (contract section 11): [`caller`] refuses it with 403, [`session_caller`] takes both kinds.
 
 use std::fmt;
 
@@ -14,7 +16,10 @@ use sha2::{Digest, Sha256};
 use crate::ApiError;
 use crate::error::StoreError;
 
+/// The prefix of a private key (`KeyKind::Private`).
 pub const KEY_PREFIX: &str = "ahk_";
+/// The prefix of a public key (`KeyKind::Public`); as long as [`KEY_PREFIX`].
+pub const PUBLIC_KEY_PREFIX: &str = "ahp_";
 const RANDOM_LENGTH: usize = 30;
 const CHECKSUM_LENGTH: usize = 6;
 pub const KEY_LENGTH: usize = KEY_PREFIX.len() + RANDOM_LENGTH + CHECKSUM_LENGTH;
@@ -23,6 +28,52 @@ const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop
 /// Names of the members the authorizer puts into the gateway's authorizer context.
 pub const CONTEXT_ACCOUNT_ID: &str = "accountId";
 pub const CONTEXT_NAMESPACE: &str = "namespace";
+pub const CONTEXT_KEY_KIND: &str = "keyKind";
+
+/// What a key may do: a private key every route; a public key, meant to be shipped in a web or
+/// mobile client, only a session start. Told by the key's prefix, which its hash covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyKind {
+    /// Also every key stored before keys had kinds.
+    #[default]
+    Private,
+    Public,
+}
+
+impl KeyKind {
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            KeyKind::Private => KEY_PREFIX,
+            KeyKind::Public => PUBLIC_KEY_PREFIX,
+        }
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            KeyKind::Private => "private",
+            KeyKind::Public => "public",
+        }
+    }
+
+    fn of_key(text: &str) -> Option<KeyKind> {
+        [KeyKind::Private, KeyKind::Public]
+            .into_iter()
+            .find(|kind| text.starts_with(kind.prefix()))
+    }
+}
+
+impl std::str::FromStr for KeyKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "private" => Ok(KeyKind::Private),
+            "public" => Ok(KeyKind::Public),
+            _ => Err(format!("{text:?} is not a key kind (private or public)")),
+        }
+    }
+}
 
 /// A well-formed API key. Its Debug output never shows the secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -30,7 +81,7 @@ pub struct ApiKey(String);
 
 impl fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ApiKey({KEY_PREFIX}<redacted>)")
+        write!(f, "ApiKey({}<redacted>)", self.kind().prefix())
     }
 }
 
@@ -57,11 +108,16 @@ fn checksum(body: &str) -> String {
 }
 
 impl ApiKey {
-    /// A new random key from the operating system's CSPRNG.
+    /// A new random private key from the operating system's CSPRNG.
     pub fn generate() -> Self {
+        Self::generate_of(KeyKind::Private)
+    }
+
+    /// A new random key of `kind` from the operating system's CSPRNG.
+    pub fn generate_of(kind: KeyKind) -> Self {
         let mut rng = rand::rng();
         let mut body = String::with_capacity(KEY_LENGTH);
-        body.push_str(KEY_PREFIX);
+        body.push_str(kind.prefix());
         for _ in 0..RANDOM_LENGTH {
             body.push(BASE62[rng.random_range(0..BASE62.len())] as char);
         }
@@ -71,7 +127,7 @@ impl ApiKey {
     }
 
     pub fn parse(text: &str) -> Result<Self, KeyFormatError> {
-        if text.len() != KEY_LENGTH || !text.starts_with(KEY_PREFIX) {
+        if text.len() != KEY_LENGTH || KeyKind::of_key(text).is_none() {
             return Err(KeyFormatError::Shape);
         }
         if !text[KEY_PREFIX.len()..]
@@ -85,6 +141,10 @@ impl ApiKey {
             return Err(KeyFormatError::Checksum);
         }
         Ok(ApiKey(text.to_owned()))
+    }
+
+    pub fn kind(&self) -> KeyKind {
+        KeyKind::of_key(&self.0).unwrap_or_default()
     }
 
     /// The key itself, to show once to the operator who issued it.
@@ -142,10 +202,18 @@ pub struct Principal {
     pub namespace: String,
 }
 
+/// A checked key's caller, and what the key may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub principal: Principal,
+    pub kind: KeyKind,
+}
+
 /// What the store knows of a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyRecord {
     pub key_id: String,
+    pub kind: KeyKind,
     pub account_id: String,
     pub namespace: String,
     pub created_at: String,
@@ -180,14 +248,17 @@ pub fn bearer_key(headers: &HeaderMap) -> Option<ApiKey> {
 pub async fn authenticate<K: KeyStore>(
     headers: &HeaderMap,
     keys: &K,
-) -> Result<Option<Principal>, StoreError> {
+) -> Result<Option<Caller>, StoreError> {
     let Some(key) = bearer_key(headers) else {
         return Ok(None);
     };
     Ok(match keys.find_key(&key.hash()).await? {
-        Some(record) if record.revoked_at.is_none() => Some(Principal {
-            account_id: record.account_id,
-            namespace: record.namespace,
+        Some(record) if record.revoked_at.is_none() => Some(Caller {
+            principal: Principal {
+                account_id: record.account_id,
+                namespace: record.namespace,
+            },
+            kind: key.kind(),
         }),
         Some(record) => {
             tracing::info!(key_id = %record.key_id, "revoked API key refused");
@@ -197,34 +268,56 @@ pub async fn authenticate<K: KeyStore>(
     })
 }
 
-/// The principal the gateway's authorizer put into the request context, if any. Only the REST
+/// The caller the gateway's authorizer put into the request context, if any. Only the REST
 /// API's context (payload 1.0) counts: that is what the deployed gateway and `sam local` send. A
-/// payload 2.0 request (cargo lambda watch, a function URL) always has its key checked here.
-pub fn principal_from_context(context: Option<&RequestContext>) -> Option<Principal> {
+/// payload 2.0 request (cargo lambda watch, a function URL) always has its key checked here. A
+/// context without `keyKind` is a private key's: the authorizer names public keys, and none
+/// existed before it did.
+pub fn caller_from_context(context: Option<&RequestContext>) -> Option<Caller> {
     let Some(RequestContext::ApiGatewayV1(context)) = context else {
         return None;
     };
     let fields = &context.authorizer.fields;
     let text = |name: &str| fields.get(name)?.as_str().map(str::to_owned);
-    Some(Principal {
-        account_id: text(CONTEXT_ACCOUNT_ID)?,
-        namespace: text(CONTEXT_NAMESPACE)?,
+    let kind = match text(CONTEXT_KEY_KIND) {
+        None => KeyKind::Private,
+        Some(kind) => kind.parse().ok()?,
+    };
+    Some(Caller {
+        principal: Principal {
+            account_id: text(CONTEXT_ACCOUNT_ID)?,
+            namespace: text(CONTEXT_NAMESPACE)?,
+        },
+        kind,
     })
 }
 
-/// The caller of an HTTP request: from the gateway authorizer's context when the request came
-/// through the gateway, otherwise (cargo lambda watch, a function URL) by checking the key here
-/// with the same code the authorizer runs. No route is ever unauthenticated.
+/// The caller of a session start, with a key of either kind: from the gateway authorizer's
+/// context when the request came through the gateway, otherwise (cargo lambda watch, a function
+/// URL) by checking the key here with the same code the authorizer runs. No route is ever
+/// unauthenticated.
+pub async fn session_caller<K: KeyStore>(
+    request: &lambda_http::Request,
+    keys: &K,
+) -> Result<Caller, ApiError> {
+    use lambda_http::RequestExt;
+    match caller_from_context(request.request_context_ref()) {
+        Some(caller) => Ok(caller),
+        None => authenticate(request.headers(), keys)
+            .await?
+            .ok_or(ApiError::Unauthorized),
+    }
+}
+
+/// The caller of every other route: a private key's account; a public key is a 403.
 pub async fn caller<K: KeyStore>(
     request: &lambda_http::Request,
     keys: &K,
 ) -> Result<Principal, ApiError> {
-    use lambda_http::RequestExt;
-    match principal_from_context(request.request_context_ref()) {
-        Some(principal) => Ok(principal),
-        None => authenticate(request.headers(), keys)
-            .await?
-            .ok_or(ApiError::Unauthorized),
+    let caller = session_caller(request, keys).await?;
+    match caller.kind {
+        KeyKind::Private => Ok(caller.principal),
+        KeyKind::Public => Err(ApiError::Forbidden),
     }
 }
 
@@ -240,6 +333,22 @@ mod tests {
         assert!(key.expose().starts_with("ahk_"));
         assert_eq!(ApiKey::parse(key.expose()), Ok(key.clone()));
         assert_ne!(ApiKey::generate(), key);
+    }
+
+    #[test]
+    fn public_keys_have_their_own_prefix_and_the_same_shape() {
+        let key = ApiKey::generate_of(KeyKind::Public);
+        assert!(key.expose().starts_with("ahp_"));
+        assert_eq!(key.expose().len(), KEY_LENGTH);
+        assert_eq!(key.kind(), KeyKind::Public);
+        assert_eq!(ApiKey::parse(key.expose()), Ok(key.clone()));
+        assert_eq!(ApiKey::generate().kind(), KeyKind::Private);
+        // The prefix is part of what is hashed and checksummed: a public key's text with the
+        // private prefix is no key.
+        let swapped = format!("{KEY_PREFIX}{}", &key.expose()[4..]);
+        assert_eq!(ApiKey::parse(&swapped), Err(KeyFormatError::Checksum));
+        assert!(format!("{key:?}").starts_with("ApiKey(ahp_"));
+        assert!(!format!("{key:?}").contains(&key.expose()[4..]));
     }
 
     #[test]

@@ -37,6 +37,11 @@ pub enum ApiError {
     },
     #[error("Unauthorized")]
     Unauthorized,
+    /// A public key on a route other than a session start (contract section 11).
+    #[error(
+        "A public key may only start sessions (POST /v1/public/{{agentName}}/start); use a private key"
+    )]
+    Forbidden,
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -98,6 +103,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
@@ -115,6 +121,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest { .. } => "GENERIC_BAD_REQUEST",
             ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::Forbidden => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::Conflict(_) => "CONFLICT",
             ApiError::PreconditionFailed => "PRECONDITION_FAILED",
@@ -185,6 +192,7 @@ mod tests {
                 "GENERIC_BAD_REQUEST",
             ),
             (ApiError::Unauthorized, 401, "UNAUTHORIZED"),
+            (ApiError::Forbidden, 403, "FORBIDDEN"),
             (ApiError::NotFound("no".into()), 404, "NOT_FOUND"),
             (ApiError::Conflict("dup".into()), 409, "CONFLICT"),
             (ApiError::PreconditionFailed, 412, "PRECONDITION_FAILED"),

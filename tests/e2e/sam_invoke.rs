@@ -102,6 +102,11 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         Http(404, Some("NOT_FOUND")),
     )],
     &[(
+        "get-agent-public-key.json",
+        "GetAgentFunction",
+        Http(403, Some("FORBIDDEN")),
+    )],
+    &[(
         "get-agent-wrong-method.json",
         "GetAgentFunction",
         Http(405, Some("METHOD_NOT_ALLOWED")),
@@ -436,7 +441,7 @@ fn every_fixture_answers_as_expected_through_sam_local_invoke() {
         shared::account::ensure_account(&store, "invoke-acme", None)
             .await
             .unwrap();
-        shared::account::issue_key(&store, "invoke-acme")
+        shared::account::issue_key(&store, "invoke-acme", shared::auth::KeyKind::Private)
             .await
             .unwrap()
     });

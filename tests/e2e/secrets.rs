@@ -228,3 +228,102 @@ async fn an_agent_names_its_accounts_sets_only_and_a_set_in_use_stays() {
     let deleted = call(&stack, &alice, Method::DELETE, "/secrets/voice-env").await;
     assert_eq!(deleted.status, 200, "{:?}", deleted.body);
 }
+
+/// What a request could change of an agent (the data plane's readiness reports may change the
+/// rest meanwhile).
+fn configuration(agent: &Value) -> Value {
+    json!([
+        agent["activeDeploymentId"],
+        agent["updatedAt"],
+        agent["deployment"]["manifest"]
+    ])
+}
+
+#[tokio::test]
+async fn a_public_key_is_refused_403_on_every_route_but_a_session_start_and_changes_nothing() {
+    let stack = Stack::from_env();
+    let (owner, key) = stack.account("public").await;
+    assert_eq!(
+        stack
+            .create(
+                &key,
+                &json!({"serviceName": "guarded", "image": "ghcr.io/acme/agent:1.0"})
+            )
+            .await
+            .status,
+        201
+    );
+    let set =
+        json!({"name": "kept", "isImagePullSecret": false, "secretKey": "K", "secretValue": "v"});
+    assert_eq!(put(&stack, &key, "kept", &set).await.status, 200);
+    let before = (
+        configuration(
+            &call(&stack, &key, Method::GET, "/agents/guarded")
+                .await
+                .body,
+        ),
+        call(&stack, &key, Method::GET, "/secrets/kept").await.body,
+    );
+
+    let public = stack
+        .key_of(&owner.account_id, shared::auth::KeyKind::Public)
+        .await;
+    assert!(public.expose().starts_with("ahp_"));
+    let agent = json!({"serviceName": "other", "image": "ghcr.io/acme/agent:1.0"});
+    let routes: [(Method, &str, Option<&Value>); 12] = [
+        (Method::POST, "/agents", Some(&agent)),
+        (Method::GET, "/agents", None),
+        (Method::GET, "/agents/guarded", None),
+        (
+            Method::POST,
+            "/agents/guarded",
+            Some(&json!({"image": "ghcr.io/acme/agent:2.0"})),
+        ),
+        (Method::DELETE, "/agents/guarded", None),
+        (Method::GET, "/agents/guarded/logs", None),
+        (Method::PUT, "/secrets/kept", Some(&set)),
+        (Method::PUT, "/secrets/new-set", Some(&set)),
+        (Method::GET, "/secrets", None),
+        (Method::GET, "/secrets/kept", None),
+        (Method::DELETE, "/secrets/kept/K", None),
+        (Method::DELETE, "/secrets/kept", None),
+    ];
+    for (method, path, body) in routes {
+        let answer = stack
+            .call(
+                method.clone(),
+                path,
+                Some(&bearer(&public)),
+                |request| match body {
+                    Some(body) => request.json(body),
+                    None => request,
+                },
+            )
+            .await;
+        assert_eq!(answer.status, 403, "{method} {path}: {}", answer.body);
+        assert_eq!(answer.body["code"], "FORBIDDEN", "{method} {path}");
+        assert!(
+            answer.body["error"]
+                .as_str()
+                .unwrap()
+                .contains("public key")
+        );
+        assert!(answer.body.get("field").is_none());
+    }
+
+    let after = (
+        configuration(
+            &call(&stack, &key, Method::GET, "/agents/guarded")
+                .await
+                .body,
+        ),
+        call(&stack, &key, Method::GET, "/secrets/kept").await.body,
+    );
+    assert_eq!(after, before, "a refused request changed nothing");
+    assert_eq!(
+        call(&stack, &key, Method::GET, "/secrets/new-set")
+            .await
+            .status,
+        404
+    );
+}

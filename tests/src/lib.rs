@@ -77,9 +77,10 @@ impl TestStore {
         let account = shared::account::ensure_account(&self.store, account_id, None)
             .await
             .unwrap();
-        let (key, _) = shared::account::issue_key(&self.store, account_id)
-            .await
-            .unwrap();
+        let (key, _) =
+            shared::account::issue_key(&self.store, account_id, shared::auth::KeyKind::Private)
+                .await
+                .unwrap();
         (
             Principal {
                 account_id: account.account_id,

@@ -153,7 +153,9 @@ impl Stack {
         let account = shared::account::ensure_account(&self.store, &id, None)
             .await
             .unwrap();
-        let (key, _) = shared::account::issue_key(&self.store, &id).await.unwrap();
+        let (key, _) = shared::account::issue_key(&self.store, &id, shared::auth::KeyKind::Private)
+            .await
+            .unwrap();
         (
             Principal {
                 account_id: account.account_id,
@@ -161,6 +163,14 @@ impl Stack {
             },
             key,
         )
+    }
+
+    /// Another key of an existing account, of `kind`.
+    pub async fn key_of(&self, account_id: &str, kind: shared::auth::KeyKind) -> ApiKey {
+        let (key, _) = shared::account::issue_key(&self.store, account_id, kind)
+            .await
+            .unwrap();
+        key
     }
 
     /// A request to `{STACK_API_URL}{path}` with `authorization` as the header's value, if any.

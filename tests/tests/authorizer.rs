@@ -77,7 +77,7 @@ async fn accounts_are_idempotent_and_namespaces_unique() {
             .is_err()
     );
     assert!(
-        shared::account::issue_key(&store.store, "nobody")
+        shared::account::issue_key(&store.store, "nobody", shared::auth::KeyKind::Private)
             .await
             .is_err(),
         "keys only for existing accounts"

@@ -262,9 +262,10 @@ async fn missing_malformed_unknown_and_revoked_keys_are_401() {
     };
     let unknown = shared::auth::ApiKey::generate();
     let revoked = {
-        let (revoked, record) = shared::account::issue_key(&store.store, "acme")
-            .await
-            .unwrap();
+        let (revoked, record) =
+            shared::account::issue_key(&store.store, "acme", shared::auth::KeyKind::Private)
+                .await
+                .unwrap();
         shared::account::revoke_key(&store.store, "acme", &record.key_id)
             .await
             .unwrap();

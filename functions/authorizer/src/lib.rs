@@ -2,8 +2,13 @@
 //! same code the functions use, and answers the gateway with an IAM policy. Allowed, it names the
 //! account three ways: as the principal, in the context the routes read, and as the
 //! `usageIdentifierKey` that puts the request under the account's usage plan (per-account
-//! throttling, contract section 9). Denied, the gateway answers with its ACCESS_DENIED response,
-//! which template.yaml shapes as the contract's 401.
+//! throttling, contract section 9), with the key's kind beside it. Denied, the gateway answers
+//! with its ACCESS_DENIED response, which template.yaml shapes as the contract's 401.
+//!
+//! A public key is allowed as a private one is, its kind in the context: the functions answer it
+//! 403 on every route but a session start (`auth::caller`). Not a policy naming only the start
+//! route: the gateway would then answer ACCESS_DENIED, one status for all its denials, which is
+//! the contract's 401 for a bad key and cannot also be its 403.
 
 use std::collections::HashMap;
 
@@ -14,7 +19,7 @@ use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use serde::Serialize;
 use serde_json::Value;
 use shared::StoreError;
-use shared::auth::{self, CONTEXT_ACCOUNT_ID, CONTEXT_NAMESPACE, KeyStore};
+use shared::auth::{self, CONTEXT_ACCOUNT_ID, CONTEXT_KEY_KIND, CONTEXT_NAMESPACE, KeyStore};
 
 /// What a REST API authorizer returns. Not aws_lambda_events' type: that one writes
 /// `"usageIdentifierKey": null` on a denial, which the gateway need not accept.
@@ -88,7 +93,7 @@ pub async fn authorize<K: KeyStore>(
         return Ok(denied("*".to_owned()));
     };
     match auth::authenticate(&event.headers, keys).await? {
-        Some(principal) => Ok(AuthorizerResponse {
+        Some(auth::Caller { principal, kind }) => Ok(AuthorizerResponse {
             usage_identifier_key: Some(auth::usage_plan_key_value(api_id, &principal.account_id)),
             principal_id: principal.account_id.clone(),
             policy_document: policy(IamPolicyEffect::Allow, resource),
@@ -100,6 +105,10 @@ pub async fn authorize<K: KeyStore>(
                 (
                     CONTEXT_NAMESPACE.to_owned(),
                     Value::String(principal.namespace),
+                ),
+                (
+                    CONTEXT_KEY_KIND.to_owned(),
+                    Value::String(kind.as_str().to_owned()),
                 ),
             ]),
         }),
@@ -150,10 +159,31 @@ mod tests {
                         "Resource": ["arn:aws:execute-api:us-east-1:123456789012:abc123/dev/*"],
                     }],
                 },
-                "context": {"accountId": "acme", "namespace": "tiny-ferret-maroon-123"},
+                "context": {
+                    "accountId": "acme",
+                    "namespace": "tiny-ferret-maroon-123",
+                    "keyKind": "private",
+                },
                 "usageIdentifierKey": auth::usage_plan_key_value("abc123", "acme"),
             })
         );
+    }
+
+    #[tokio::test]
+    async fn a_public_key_is_allowed_with_its_kind_for_the_functions_to_refuse_off_the_start_route()
+    {
+        let store = MemoryStore::default();
+        let key = store.issue_key_of(
+            &Principal {
+                account_id: "acme".into(),
+                namespace: "ns".into(),
+            },
+            shared::auth::KeyKind::Public,
+        );
+        let response = authorize(&store, with_key(key.expose())).await.unwrap();
+        assert!(response.is_allowed());
+        assert_eq!(response.context["keyKind"], "public");
+        assert_eq!(response.context["accountId"], "acme");
     }
 
     #[tokio::test]

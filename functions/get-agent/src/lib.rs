@@ -72,6 +72,15 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_public_key_through_the_gateway_is_403() {
+        let store = seeded().await;
+        let response = handle(&store, &store, event("get-agent-public-key.json")).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        assert_eq!(body["code"], "FORBIDDEN");
+    }
+
+    #[tokio::test]
     async fn another_method_of_the_path_is_405_naming_the_three() {
         let store = seeded().await;
         let response = handle(&store, &store, event("get-agent-wrong-method.json")).await;

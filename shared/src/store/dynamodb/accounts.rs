@@ -114,6 +114,7 @@ impl AccountStore for DynamoStore {
             pk: key_pk(hash),
             sk: KEY_SK.to_owned(),
             key_id: record.key_id.clone(),
+            kind: record.kind,
             account_id: record.account_id.clone(),
             namespace: record.namespace.clone(),
             created_at: record.created_at.clone(),
@@ -123,6 +124,7 @@ impl AccountStore for DynamoStore {
             pk: account_pk(&record.account_id),
             sk: account_key_sk(&record.key_id),
             key_id: record.key_id.clone(),
+            kind: record.kind,
             key_hash: hash.as_str().to_owned(),
             created_at: record.created_at.clone(),
             revoked_at: record.revoked_at.clone(),
@@ -146,6 +148,7 @@ impl AccountStore for DynamoStore {
             .into_iter()
             .map(|handle| KeySummary {
                 key_id: handle.key_id,
+                kind: handle.kind,
                 created_at: handle.created_at,
                 revoked_at: handle.revoked_at,
             })

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::agent::{
     AgentConfig, AgentRecord, Deployment, DeploymentRecord, DeploymentStatus, Serving,
 };
-use crate::auth::{KeyHash, KeyRecord, Principal};
+use crate::auth::{KeyHash, KeyKind, KeyRecord, Principal};
 use crate::idempotency::IdempotencyRecord;
 
 pub const AGENT_KIND: &str = "agent";
@@ -244,6 +244,9 @@ pub struct KeyItem {
     pub pk: String,
     pub sk: String,
     pub key_id: String,
+    /// Absent on keys stored before keys had kinds: private.
+    #[serde(default)]
+    pub kind: KeyKind,
     pub account_id: String,
     pub namespace: String,
     pub created_at: String,
@@ -255,6 +258,7 @@ impl From<KeyItem> for KeyRecord {
     fn from(item: KeyItem) -> Self {
         KeyRecord {
             key_id: item.key_id,
+            kind: item.kind,
             account_id: item.account_id,
             namespace: item.namespace,
             created_at: item.created_at,
@@ -270,6 +274,8 @@ pub struct AccountKeyItem {
     pub pk: String,
     pub sk: String,
     pub key_id: String,
+    #[serde(default)]
+    pub kind: KeyKind,
     pub key_hash: String,
     pub created_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -391,12 +397,13 @@ mod tests {
 
     #[test]
     fn key_items_round_trip_without_the_key() {
-        let key = ApiKey::generate();
+        let key = ApiKey::generate_of(KeyKind::Public);
         let hash = key.hash();
         let item = KeyItem {
             pk: key_pk(&hash),
             sk: "KEY".into(),
             key_id: hash.key_id().into(),
+            kind: KeyKind::Public,
             account_id: "acme".into(),
             namespace: "ns".into(),
             created_at: "2026-11-22T10:00:00.000Z".into(),
@@ -416,5 +423,27 @@ mod tests {
             record.revoked_at.as_deref(),
             Some("2026-11-22T11:00:00.000Z")
         );
+        assert_eq!(record.kind, KeyKind::Public);
+        assert!(text.contains("public"));
+    }
+
+    #[test]
+    fn keys_stored_before_keys_had_kinds_are_private() {
+        let key = ApiKey::generate();
+        let hash = key.hash();
+        let mut stored: Item = serde_dynamo::to_item(KeyItem {
+            pk: key_pk(&hash),
+            sk: "KEY".into(),
+            key_id: hash.key_id().into(),
+            kind: KeyKind::Private,
+            account_id: "acme".into(),
+            namespace: "ns".into(),
+            created_at: "2026-11-22T10:00:00.000Z".into(),
+            revoked_at: None,
+        })
+        .unwrap();
+        stored.remove("kind").unwrap();
+        let back: KeyItem = serde_dynamo::from_item(stored).unwrap();
+        assert_eq!(KeyRecord::from(back).kind, KeyKind::Private);
     }
 }

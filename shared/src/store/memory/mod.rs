@@ -11,7 +11,7 @@ use crate::agent::{
     AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, SetUse,
     WriteOutcome,
 };
-use crate::auth::{ApiKey, KeyHash, KeyRecord, KeyStore, Principal};
+use crate::auth::{ApiKey, KeyHash, KeyKind, KeyRecord, KeyStore, Principal};
 use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
 use crate::logs::{ChunkRequest, ChunksRead, LogChunk, LogStore, Order};
@@ -105,14 +105,20 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl MemoryStore {
-    /// Issues a key for `principal` and returns it.
+    /// Issues a private key for `principal` and returns it.
     pub fn issue_key(&self, principal: &Principal) -> ApiKey {
-        let key = ApiKey::generate();
+        self.issue_key_of(principal, KeyKind::Private)
+    }
+
+    /// Issues a key of `kind` for `principal` and returns it.
+    pub fn issue_key_of(&self, principal: &Principal, kind: KeyKind) -> ApiKey {
+        let key = ApiKey::generate_of(kind);
         let hash = key.hash();
         lock(&self.keys).insert(
             hash.clone(),
             KeyRecord {
                 key_id: hash.key_id().to_owned(),
+                kind,
                 account_id: principal.account_id.clone(),
                 namespace: principal.namespace.clone(),
                 created_at: "2026-01-01T00:00:00.000Z".to_owned(),
@@ -341,6 +347,7 @@ impl AccountStore for MemoryStore {
             .filter_map(|(_, hash)| keys.get(hash))
             .map(|record| KeySummary {
                 key_id: record.key_id.clone(),
+                kind: record.kind,
                 created_at: record.created_at.clone(),
                 revoked_at: record.revoked_at.clone(),
             })

@@ -3,7 +3,7 @@
 use super::agent;
 use crate::account::{self, Account, AccountStore, NewAccount};
 use crate::agent::AgentStore;
-use crate::auth::KeyStore;
+use crate::auth::{KeyKind, KeyStore};
 
 /// Accounts, their namespace claims and keys: the account port's promises, through the rules.
 pub async fn accounts<S: AccountStore + KeyStore + AgentStore>(store: &S) {
@@ -44,17 +44,26 @@ pub async fn accounts<S: AccountStore + KeyStore + AgentStore>(store: &S) {
         .collect();
     assert_eq!(ids, ["acme", "bob"]);
 
-    // Keys: kept by hash, listed by id, revoked once.
-    let (key, issued) = account::issue_key(store, "acme").await.unwrap();
+    // Keys: kept by hash with their kind, listed by id, revoked once.
+    let (key, issued) = account::issue_key(store, "acme", KeyKind::Private)
+        .await
+        .unwrap();
     let found = store.find_key(&key.hash()).await.unwrap().unwrap();
     assert_eq!(
-        (found.account_id.as_str(), found.namespace.as_str()),
-        ("acme", "acme-ns")
+        (
+            found.account_id.as_str(),
+            found.namespace.as_str(),
+            found.kind
+        ),
+        ("acme", "acme-ns", KeyKind::Private)
     );
     assert_eq!(found.revoked_at, None);
     let listed = store.list_keys("acme").await.unwrap();
     assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].key_id, issued.key_id);
+    assert_eq!(
+        (&listed[0].key_id, listed[0].kind),
+        (&issued.key_id, KeyKind::Private)
+    );
     assert!(store.list_keys("bob").await.unwrap().is_empty());
     assert!(
         !store
@@ -86,7 +95,20 @@ pub async fn accounts<S: AccountStore + KeyStore + AgentStore>(store: &S) {
     ));
     store.delete_agent(&agent).await.unwrap();
     assert!(!store.has_agents("acme-ns").await.unwrap());
-    let (second, _) = account::issue_key(store, "acme").await.unwrap();
+    let (second, issued) = account::issue_key(store, "acme", KeyKind::Public)
+        .await
+        .unwrap();
+    assert_eq!(second.kind(), KeyKind::Public);
+    let found = store.find_key(&second.hash()).await.unwrap().unwrap();
+    assert_eq!(found.kind, KeyKind::Public);
+    let listed = store.list_keys("acme").await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .find(|key| key.key_id == issued.key_id)
+            .map(|key| key.kind),
+        Some(KeyKind::Public)
+    );
     assert!(account::delete_account(store, "acme").await.unwrap());
     assert!(!account::delete_account(store, "acme").await.unwrap());
     assert_eq!(store.get_account("acme").await.unwrap(), None);
