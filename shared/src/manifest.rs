@@ -51,6 +51,17 @@ pub struct ManifestSpec {
     pub noise_viva: NoiseVivaSpec,
     pub integrated_keys_proxy: Enabled,
     pub resources: Resources,
+    /// The agent's `maxSessionDuration` (the name the anchor's manifest and CLI use); absent
+    /// from manifests stored before sessions, which had the default.
+    #[serde(default = "crate::manifest::default_max_session_duration")]
+    pub max_session_duration_seconds: u32,
+}
+
+/// The anchor's default of `maxSessionDuration`, in seconds (contract section 11).
+pub const DEFAULT_MAX_SESSION_DURATION: u32 = 7_200;
+
+pub fn default_max_session_duration() -> u32 {
+    DEFAULT_MAX_SESSION_DURATION
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -113,6 +113,8 @@ pub const CREATE_MEMBERS: &[&str] = &[
     "noiseViva",
     "agentProfile",
     "enableManagedKeys",
+    // Section 11: seconds a session may last.
+    "maxSessionDuration",
     // Section 10: the anchor's member, of updates; a create accepts it and always deploys.
     "forceRedeploy",
 ];
@@ -170,6 +172,10 @@ fn create_body_faults(members: &Map<String, Value>) -> BodyFaults {
         (
             "forceRedeploy",
             given("forceRedeploy").is_some_and(|v| !v.is_boolean()),
+        ),
+        (
+            "maxSessionDuration",
+            given("maxSessionDuration").is_some_and(|v| integer_in(v, 60..=14_400).is_none()),
         ),
     ] {
         if bad {

@@ -53,7 +53,8 @@ async fn create_answers_201_with_every_member_and_stores_it() {
             "enableNoise": true,
             "noiseViva": {"audioFilter": "tel"},
             "agentProfile": "agent-1x",
-            "enableManagedKeys": true
+            "enableManagedKeys": true,
+            "maxSessionDuration": 1800
         }),
     )
     .await;
@@ -99,7 +100,8 @@ async fn create_answers_201_with_every_member_and_stores_it() {
                     "modelVars": {"NOISE_VIVA_MODEL_PATH": "audio_filters/noise-viva-tel-v2.kef"}
                 },
                 "integratedKeysProxy": {"enabled": true},
-                "resources": {"cpu": "500m", "memory": "1Gi"}
+                "resources": {"cpu": "500m", "memory": "1Gi"},
+                "maxSessionDurationSeconds": 1800
             }
         })
     );

@@ -28,6 +28,7 @@ fn config() -> AgentConfig {
         noise_filter: noise_filter_named("tel"),
         profile: profile_named("agent-2x").unwrap(),
         enable_managed_keys: false,
+        max_session_duration: shared::agent::config::DEFAULT_MAX_SESSION_DURATION,
     }
 }
 

@@ -102,7 +102,7 @@ fn valid_body() -> Value {
     json!({"serviceName": "my-agent", "image": "ghcr.io/acme/agent:1.0", "nodeType": "arm",
         "imagePullSecretSet": "pull", "secretSet": "env", "autoScaling": {"minAgents": 1, "maxAgents": 5},
         "enableNoise": false, "noiseViva": {"audioFilter": "tel"}, "agentProfile": "agent-2x",
-        "enableManagedKeys": true})
+        "enableManagedKeys": true, "maxSessionDuration": 600})
 }
 
 /// A valid body with a few members removed, replaced by any JSON, or misspelt, and sometimes an

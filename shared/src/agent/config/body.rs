@@ -8,6 +8,8 @@ use crate::validation::{DNS_LABEL_RULE, JsonObject, Member, check_image_referenc
 pub const MIN_AGENTS: std::ops::RangeInclusive<i64> = 0..=50;
 /// The values `autoScaling.maxAgents` may take.
 pub const MAX_AGENTS: std::ops::RangeInclusive<i64> = 1..=50;
+/// The values `maxSessionDuration` may take, in seconds (contract section 11, the anchor's).
+pub const MAX_SESSION_DURATION: std::ops::RangeInclusive<i64> = 60..=14_400;
 
 /// The auto-scaling members of a body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +32,7 @@ pub struct ConfigChanges {
     pub noise_filter: Member<Option<&'static NoiseFilter>>,
     pub profile: Member<&'static Profile>,
     pub enable_managed_keys: Member<bool>,
+    pub max_session_duration: Member<u32>,
     /// `forceRedeploy: true`: an update makes a new deployment even when the configuration is
     /// unchanged (a changed secret value reaches the agent so). A create always deploys.
     pub force_redeploy: bool,
@@ -66,6 +69,10 @@ impl ConfigChanges {
             noise_filter: body.take_object("noiseViva")?.try_map(noise_filter)?,
             profile: body.take_string("agentProfile")?.try_map(profile)?,
             enable_managed_keys: body.take_bool("enableManagedKeys")?,
+            // Within 60..=14,400, so the cast cannot truncate.
+            max_session_duration: body
+                .take_integer("maxSessionDuration", MAX_SESSION_DURATION)?
+                .map(|seconds| seconds as u32),
             force_redeploy: body.take_bool("forceRedeploy")?.given() == Some(true),
         };
         body.finish()?;
@@ -176,6 +183,7 @@ mod tests {
         assert_eq!(spec.noise_filter, None);
         assert_eq!(spec.profile.name, "agent-1x");
         assert!(!spec.enable_managed_keys);
+        assert_eq!(spec.max_session_duration, 7_200);
     }
 
     #[test]
@@ -190,6 +198,7 @@ mod tests {
             "noiseViva",
             "agentProfile",
             "enableManagedKeys",
+            "maxSessionDuration",
         ] {
             body[member] = Value::Null;
         }
@@ -208,10 +217,12 @@ mod tests {
             "enableNoise": true,
             "noiseViva": {"audioFilter": "pro"},
             "agentProfile": "agent-2x",
-            "enableManagedKeys": true
+            "enableManagedKeys": true,
+            "maxSessionDuration": 600
         }))
         .unwrap();
         assert_eq!(name, "video-bot-2");
+        assert_eq!(spec.max_session_duration, 600);
         assert_eq!(spec.image_pull_secret_set.as_deref(), Some("pull-secrets"));
         assert_eq!(spec.secret_set.as_deref(), Some("env-secrets"));
         assert_eq!(spec.auto_scaling.min_replicas, 2);
@@ -361,6 +372,26 @@ mod tests {
             with("autoScaling", json!({"maxAgents": u64::MAX})),
             "autoScaling.maxAgents",
         );
+    }
+
+    #[test]
+    fn max_session_duration_is_60_to_14400_whole_seconds() {
+        for seconds in [60, 14_400] {
+            let spec = config(with("maxSessionDuration", json!(seconds)));
+            assert_eq!(spec.max_session_duration, seconds);
+        }
+        for bad in [
+            json!(59),
+            json!(14_401),
+            json!(0),
+            json!(-60),
+            json!(600.5),
+            json!("600"),
+            json!(true),
+            json!(u64::MAX),
+        ] {
+            rejected(with("maxSessionDuration", bad), "maxSessionDuration");
+        }
     }
 
     #[test]

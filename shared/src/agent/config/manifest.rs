@@ -39,6 +39,7 @@ impl AgentConfig {
                     cpu: self.profile.cpu.to_owned(),
                     memory: self.profile.memory.to_owned(),
                 },
+                max_session_duration_seconds: self.max_session_duration,
             },
         }
     }
@@ -70,6 +71,7 @@ impl AgentConfig {
                 noise_filter,
                 profile,
                 enable_managed_keys: spec.integrated_keys_proxy.enabled,
+                max_session_duration: spec.max_session_duration_seconds,
             })
         });
         let (name, namespace) = (&manifest.metadata.name, &manifest.metadata.namespace);
@@ -103,6 +105,7 @@ mod tests {
             noise_filter: filter,
             profile,
             enable_managed_keys: true,
+            max_session_duration: 900,
         }
     }
 
@@ -165,7 +168,8 @@ mod tests {
                     "noiseViva": {"audioFilters": true, "version": "20251010",
                                   "modelVars": {"NOISE_VIVA_MODEL_PATH": "audio_filters/noise-viva-tel-v2.kef"}},
                     "integratedKeysProxy": {"enabled": true},
-                    "resources": {"cpu": "500m", "memory": "1Gi"}
+                    "resources": {"cpu": "500m", "memory": "1Gi"},
+                    "maxSessionDurationSeconds": 900
                 }
             })
         );

@@ -2,7 +2,10 @@
 //! configuration on update (a member given replaces, one left out keeps, `null` restores the
 //! default), with the rules between members checked on the result.
 
-use super::{AgentConfig, ConfigChanges, DEFAULT_MAX_AGENTS, DEFAULT_MIN_AGENTS, ScalingChanges};
+use super::{
+    AgentConfig, ConfigChanges, DEFAULT_MAX_AGENTS, DEFAULT_MAX_SESSION_DURATION,
+    DEFAULT_MIN_AGENTS, ScalingChanges,
+};
 use crate::ApiError;
 use crate::catalog::{DEFAULT_NODE_TYPE, DEFAULT_PROFILE};
 use crate::manifest::Replicas;
@@ -104,6 +107,12 @@ impl ConfigChanges {
             enable_managed_keys: self
                 .enable_managed_keys
                 .apply(base.is_some_and(|base| base.enable_managed_keys), false),
+            max_session_duration: self.max_session_duration.apply(
+                base.map_or(DEFAULT_MAX_SESSION_DURATION, |base| {
+                    base.max_session_duration
+                }),
+                DEFAULT_MAX_SESSION_DURATION,
+            ),
         };
         check_set_names(&config)?;
         Ok(config)
@@ -174,6 +183,16 @@ mod tests {
         let filter = updated(&base, json!({"noiseViva": {"audioFilter": "pro"}})).unwrap();
         assert_eq!(filter.noise_filter.unwrap().name, "pro");
         assert_eq!(filter.profile.name, "agent-2x");
+        let shorter = updated(&base, json!({"maxSessionDuration": 60})).unwrap();
+        assert_eq!(
+            AgentConfig {
+                max_session_duration: base.max_session_duration,
+                ..shorter
+            },
+            base,
+            "a new maxSessionDuration is a new configuration, the rest kept"
+        );
+        assert_eq!(shorter.max_session_duration, 60);
         // The name may be repeated, never changed.
         assert_eq!(
             updated(&base, json!({"serviceName": "my-agent"})).unwrap(),
@@ -190,7 +209,7 @@ mod tests {
             &base,
             json!({"imagePullSecretSet": null, "secretSet": null, "autoScaling": null,
                    "enableNoise": null, "noiseViva": null, "agentProfile": null,
-                   "enableManagedKeys": null, "nodeType": null}),
+                   "enableManagedKeys": null, "nodeType": null, "maxSessionDuration": null}),
         )
         .unwrap();
         assert_eq!(

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{NoiseFilter, Profile};
 use crate::manifest::Replicas;
 
-pub use body::{ConfigChanges, MAX_AGENTS, MIN_AGENTS, ScalingChanges};
+pub use crate::manifest::DEFAULT_MAX_SESSION_DURATION;
+pub use body::{ConfigChanges, MAX_AGENTS, MAX_SESSION_DURATION, MIN_AGENTS, ScalingChanges};
 
 pub const DEFAULT_MIN_AGENTS: u32 = 0;
 /// The anchor product's default.
@@ -44,6 +45,10 @@ pub struct AgentConfig {
     #[serde(rename = "agentProfile", with = "by_name::profile")]
     pub profile: &'static Profile,
     pub enable_managed_keys: bool,
+    /// Seconds a session may last before the control plane ends it (contract section 11);
+    /// absent from configurations stored before sessions, which had the default.
+    #[serde(default = "crate::manifest::default_max_session_duration")]
+    pub max_session_duration: u32,
 }
 
 /// Profiles and noise filters are stored by their table names and read back through the tables:
@@ -108,9 +113,16 @@ mod tests {
         assert_eq!(stored["audioFilter"], "tel");
         let back: AgentConfig = serde_json::from_value(stored.clone()).unwrap();
         assert_eq!(back, full());
-        let mut unknown = stored;
+        let mut unknown = stored.clone();
         unknown["agentProfile"] = json!("agent-9x");
         assert!(serde_json::from_value::<AgentConfig>(unknown).is_err());
+        let mut before_sessions = stored;
+        before_sessions
+            .as_object_mut()
+            .unwrap()
+            .remove("maxSessionDuration");
+        let back: AgentConfig = serde_json::from_value(before_sessions).unwrap();
+        assert_eq!(back.max_session_duration, DEFAULT_MAX_SESSION_DURATION);
     }
 }
 
@@ -159,7 +171,8 @@ pub(super) mod testing {
             "enableNoise": true,
             "noiseViva": {"audioFilter": "tel"},
             "agentProfile": "agent-2x",
-            "enableManagedKeys": true
+            "enableManagedKeys": true,
+            "maxSessionDuration": 900
         }))
     }
 }
