@@ -26,6 +26,10 @@ pub enum StoreError {
 /// Seconds a caller is asked to wait after the store throttled or timed out.
 pub const RETRY_AFTER_SECONDS: u32 = 1;
 
+/// Seconds a session start is asked to wait when the agent is not ready or full: a deployment
+/// takes seconds to become ready, a session frees its place when it ends.
+pub const SESSION_RETRY_AFTER_SECONDS: u32 = 5;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     /// Body not JSON, wrong type, unknown member, rule broken, bad query parameter.
@@ -65,6 +69,16 @@ pub enum ApiError {
         "Unsupported Content-Type; send the body as JSON with 'Content-Type: application/json'"
     )]
     UnsupportedMediaType,
+    /// A session start before any deployment of the agent is ready (contract section 11).
+    #[error(
+        "No deployment of this agent is ready to take a session yet; retry after {SESSION_RETRY_AFTER_SECONDS} seconds"
+    )]
+    AgentNotReady,
+    /// A session start when the agent has `maxReplicas` active sessions (contract section 11).
+    #[error(
+        "The agent has as many active sessions as its maxReplicas; retry after {SESSION_RETRY_AFTER_SECONDS} seconds, or raise autoScaling.maxAgents"
+    )]
+    AgentAtCapacity,
     /// The store throttled or timed out after the SDK's retries.
     #[error("The service is busy; retry after {RETRY_AFTER_SECONDS} second(s)")]
     Unavailable(#[source] StoreError),
@@ -111,7 +125,8 @@ impl ApiError {
             ApiError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::AgentNotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::AgentAtCapacity => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -130,6 +145,8 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::Unavailable(_) => "SERVICE_UNAVAILABLE",
+            ApiError::AgentNotReady => "AGENT_NOT_READY",
+            ApiError::AgentAtCapacity => "AGENT_AT_CAPACITY",
             ApiError::Internal(_) => "INTERNAL_SERVER_ERROR",
         }
     }
@@ -143,7 +160,13 @@ impl ApiError {
 
     /// Whether the caller is told to come back later (`Retry-After`).
     pub fn retry_after(&self) -> Option<u32> {
-        matches!(self, ApiError::Unavailable(_)).then_some(RETRY_AFTER_SECONDS)
+        match self {
+            ApiError::Unavailable(_) => Some(RETRY_AFTER_SECONDS),
+            ApiError::AgentNotReady | ApiError::AgentAtCapacity => {
+                Some(SESSION_RETRY_AFTER_SECONDS)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -193,6 +216,8 @@ mod tests {
             ),
             (ApiError::Unauthorized, 401, "UNAUTHORIZED"),
             (ApiError::Forbidden, 403, "FORBIDDEN"),
+            (ApiError::AgentNotReady, 503, "AGENT_NOT_READY"),
+            (ApiError::AgentAtCapacity, 429, "AGENT_AT_CAPACITY"),
             (ApiError::NotFound("no".into()), 404, "NOT_FOUND"),
             (ApiError::Conflict("dup".into()), 409, "CONFLICT"),
             (ApiError::PreconditionFailed, 412, "PRECONDITION_FAILED"),
@@ -251,7 +276,7 @@ mod tests {
     }
 
     #[test]
-    fn only_validation_errors_carry_a_field_and_only_503_a_retry_after() {
+    fn only_validation_errors_carry_a_field_and_only_503_and_429_a_retry_after() {
         assert_eq!(
             ErrorBody::from(&ApiError::bad_request("autoScaling.maxAgents", "x"))
                 .field
@@ -264,5 +289,8 @@ mod tests {
             ApiError::from(StoreError::Timeout(sdk_like_error())).retry_after(),
             Some(RETRY_AFTER_SECONDS)
         );
+        for session in [ApiError::AgentNotReady, ApiError::AgentAtCapacity] {
+            assert_eq!(session.retry_after(), Some(SESSION_RETRY_AFTER_SECONDS));
+        }
     }
 }

@@ -24,6 +24,7 @@ pub mod namespace;
 pub mod paging;
 pub mod races;
 pub mod secrets;
+pub mod session;
 pub mod store;
 pub mod strict_json;
 pub mod telemetry;

@@ -1,4 +1,4 @@
-//! The agent, account and secret set ports' promises (shared::testing::store_contract), kept by both stores:
+//! The agent, account, secret set and session ports' promises (shared::testing::store_contract), kept by both stores:
 //! the in-memory store the handlers' unit tests run on, and the DynamoDB adapter on DynamoDB
 //! Local. A promise the fake keeps and the real store breaks, or the other way round, fails here.
 
@@ -28,4 +28,10 @@ async fn secret_sets_on_the_memory_store_and_dynamodb_local() {
 async fn agents_naming_sets_on_the_memory_store_and_dynamodb_local() {
     store_contract::agents_naming_sets(&MemoryStore::default()).await;
     store_contract::agents_naming_sets(&TestStore::new().await.store).await;
+}
+
+#[tokio::test]
+async fn sessions_on_the_memory_store_and_dynamodb_local() {
+    store_contract::sessions(&MemoryStore::default()).await;
+    store_contract::sessions(&TestStore::new().await.store).await;
 }

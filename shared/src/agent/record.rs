@@ -101,6 +101,10 @@ pub struct AgentRecord {
     pub updated_at: String,
     pub active: DeploymentRecord,
     pub serving: Option<Serving>,
+    /// Its active sessions (`starting` or `started`): `activeSessionCount`, and what a session
+    /// start is capped by (contract section 11). Sessions own it: a write of the agent never
+    /// changes it, nor moves the version for it (a store keeps the stored figure).
+    pub active_sessions: u32,
 }
 
 /// The agent object (agent-hosting-api 2.1); read and updated, plus `errors` (contract
@@ -165,6 +169,7 @@ impl AgentRecord {
             created_at: now.to_owned(),
             updated_at: now.to_owned(),
             serving: None,
+            active_sessions: 0,
         }
     }
 
@@ -227,7 +232,8 @@ impl AgentRecord {
         self.version == read_version && self.service_id == service_id
     }
 
-    /// The ETag of this version (a strong validator: it changes with every write). It names
+    /// The ETag of this version (a strong validator: it changes with every write of the agent;
+    /// not with `active_sessions`, which its sessions move without a write of the agent). It names
     /// the agent's service as well as the version: an agent deleted and made again under the
     /// same name counts its versions from 1 again, and a tag read before the delete must never
     /// match it.
@@ -265,11 +271,7 @@ impl AgentRecord {
             active_deployment_id: self.active.deployment.id.clone(),
             active_deployment_ready: status.is_ready(),
             auto_scaling: config.auto_scaling,
-            active_session_count: status.active_session_count
-                + self
-                    .serving
-                    .as_ref()
-                    .map_or(0, |serving| serving.status.active_session_count),
+            active_session_count: self.active_sessions,
             deployment: Some(self.active.deployment.clone()),
             agent_profile: Some(config.profile.name.to_owned()),
             noise_viva: config.noise_filter.map(|filter| NoiseVivaStatus {
@@ -350,6 +352,7 @@ pub(crate) mod tests {
     fn a_deploy_keeps_serving_from_the_ready_deployment_until_the_new_one_is() {
         let mut first = record();
         first.active.status = ready(first.active.status, 3);
+        first.active_sessions = 2;
         let second = first.deploy(
             config(json!({"serviceName": "my-agent", "image": "ghcr.io/acme/agent:2.0"})),
             "2026-01-02T00:00:00.000Z",
@@ -364,7 +367,10 @@ pub(crate) mod tests {
         let view = second.view();
         assert!(view.ready, "the first deployment still takes sessions");
         assert!(!view.active_deployment_ready);
-        assert_eq!(view.active_session_count, 3);
+        assert_eq!(
+            view.active_session_count, 2,
+            "the sessions' own count, not the data plane's figure"
+        );
         assert_eq!(view.created_at, "2026-01-01T00:00:00.000Z");
         assert_eq!(view.updated_at, "2026-01-02T00:00:00.000Z");
 

@@ -232,7 +232,14 @@ mod tests {
             .unwrap();
         let view = next.view();
         assert!(view.ready && view.active_deployment_ready);
-        assert_eq!(view.active_session_count, 2);
+        assert_eq!(
+            view.active_session_count, 0,
+            "the agent's sessions are counted by their starts and ends, not by the report"
+        );
+        assert_eq!(
+            next.active.status.active_session_count, 2,
+            "kept as reported"
+        );
         assert_eq!(next.version, agent.version + 1);
         assert_eq!(
             view.deployment.unwrap().updated_at,
@@ -281,11 +288,11 @@ mod tests {
         let second = rolled.active.deployment.id.clone();
         assert!(rolled.view().ready && !rolled.view().active_deployment_ready);
 
-        // The serving deployment's own reports still count...
+        // The serving deployment's own reports still apply...
         let sessions = rolled
             .apply(&report(&rolled, &first, DeploymentState::Ready, 2), NOW)
             .unwrap();
-        assert_eq!(sessions.view().active_session_count, 2);
+        assert_eq!(sessions.status_of(&first).unwrap().active_session_count, 2);
         // ...until the new one is ready; then it is superseded.
         let done = sessions
             .apply(&report(&rolled, &second, DeploymentState::Ready, 3), NOW)

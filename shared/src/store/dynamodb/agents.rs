@@ -11,10 +11,12 @@ use aws_sdk_dynamodb::types::{
 
 use super::agent_transaction::AgentTransaction;
 use super::items::{
-    AgentItem, DeploymentItem, IDEMPOTENCY_PREFIX, IdempotencyItem, agent_sk, deployment_sk,
-    deployments_prefix, namespace_pk,
+    ACTIVE_SESSIONS, AgentItem, DeploymentItem, IDEMPOTENCY_PREFIX, IdempotencyItem, agent_sk,
+    deployment_sk, deployments_prefix, namespace_pk,
 };
-use super::{DynamoStore, Item, built, classify, item_as, item_of, key, mapping, put_new, s};
+use super::{
+    DynamoStore, Item, Replacement, built, classify, item_as, item_of, key, mapping, put_new, s,
+};
 use crate::agent::{
     AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, SetUse,
     WriteOutcome,
@@ -247,15 +249,24 @@ impl AgentStore for DynamoStore {
         idempotency: Option<&IdempotencyRecord>,
     ) -> Result<WriteOutcome, StoreError> {
         let condition = read_at(&next.service_id, read_version);
-        let agent = Put::builder()
+        // Every attribute but the count its sessions own (an update, not a put).
+        let mut replacement = Replacement::of(
+            item_of(&AgentItem::from(next))?,
+            &[ACTIVE_SESSIONS],
+            &["serving"],
+        );
+        replacement.names.extend(condition.names);
+        replacement.values.extend(condition.values);
+        let agent = Update::builder()
             .table_name(&self.agents_table)
-            .set_item(Some(item_of(&AgentItem::from(next))?))
+            .set_key(Some(agent_key(next)))
+            .update_expression(replacement.expression)
             .condition_expression(condition.expression)
-            .set_expression_attribute_names(Some(condition.names))
-            .set_expression_attribute_values(Some(condition.values))
+            .set_expression_attribute_names(Some(replacement.names))
+            .set_expression_attribute_values(Some(replacement.values))
             .build()
             .map_err(built)?;
-        let mut own = vec![TransactWriteItem::builder().put(agent).build()];
+        let mut own = vec![TransactWriteItem::builder().update(agent).build()];
         let mut uses = SetUse::default();
         match change {
             Change::NewDeployment { replaced } => {

@@ -115,6 +115,7 @@ pub fn agent_of(
             status: DeploymentStatus::requested(),
         },
         serving: None,
+        active_sessions: 0,
     })
 }
 

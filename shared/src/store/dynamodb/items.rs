@@ -88,7 +88,14 @@ pub struct AgentItem {
     pub active: DeploymentRecord,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serving: Option<Serving>,
+    /// Sessions own it ([`AgentRecord::active_sessions`]): written by session starts and ends
+    /// (ADD), never by a write of the agent; absent until the first session.
+    #[serde(default)]
+    pub active_sessions: u32,
 }
+
+/// The attribute sessions own on an agent's item.
+pub const ACTIVE_SESSIONS: &str = "activeSessions";
 
 impl From<&AgentRecord> for AgentItem {
     fn from(agent: &AgentRecord) -> Self {
@@ -105,6 +112,7 @@ impl From<&AgentRecord> for AgentItem {
             updated_at: agent.updated_at.clone(),
             active: agent.active.clone(),
             serving: agent.serving.clone(),
+            active_sessions: agent.active_sessions,
         }
     }
 }
@@ -123,6 +131,7 @@ impl From<AgentItem> for AgentRecord {
             updated_at: item.updated_at,
             active: item.active,
             serving: item.serving,
+            active_sessions: item.active_sessions,
         }
     }
 }

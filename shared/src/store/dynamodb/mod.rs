@@ -26,6 +26,8 @@ pub mod items;
 pub mod logs;
 pub mod secret_items;
 pub mod secrets;
+pub mod session_items;
+mod sessions;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -119,6 +121,54 @@ fn item_as<T: serde::de::DeserializeOwned>(
 
 fn item_of<T: Serialize>(value: &T) -> Result<Item, StoreError> {
     serde_dynamo::to_item(value).map_err(mapping)
+}
+
+/// An UpdateItem's expression that makes an item hold what `item` holds, except its key and the
+/// attributes others own (`kept`): each attribute of `item` set, each of `optional` it lacks
+/// removed. Where a Put would replace the whole item, this leaves `kept` as stored: a set's
+/// `usedBy` (agents own it), an agent's `activeSessions` (its sessions own it).
+struct Replacement {
+    expression: String,
+    names: HashMap<String, String>,
+    values: Item,
+}
+
+impl Replacement {
+    fn of(mut item: Item, kept: &[&str], optional: &[&str]) -> Self {
+        for attribute in ["pk", "sk"].iter().chain(kept) {
+            item.remove(*attribute);
+        }
+        let absent: Vec<&str> = optional
+            .iter()
+            .copied()
+            .filter(|name| !item.contains_key(*name))
+            .collect();
+        let mut names = HashMap::new();
+        let mut values = HashMap::new();
+        let mut assignments = Vec::with_capacity(item.len());
+        for (at, (name, value)) in item.into_iter().enumerate() {
+            assignments.push(format!("#a{at} = :a{at}"));
+            names.insert(format!("#a{at}"), name);
+            values.insert(format!(":a{at}"), value);
+        }
+        let mut expression = format!("SET {}", assignments.join(", "));
+        let removed: Vec<String> = absent
+            .into_iter()
+            .enumerate()
+            .map(|(at, name)| {
+                names.insert(format!("#r{at}"), name.to_owned());
+                format!("#r{at}")
+            })
+            .collect();
+        if !removed.is_empty() {
+            expression.push_str(&format!(" REMOVE {}", removed.join(", ")));
+        }
+        Replacement {
+            expression,
+            names,
+            values,
+        }
+    }
 }
 
 /// A put of a new item: it fails its condition when the key is taken.

@@ -12,7 +12,8 @@ use super::secret_items::{
     SET_COUNTER_SK, SecretSetItem, SecretValueItem, secret_set_sk, secret_value_sk,
 };
 use super::{
-    DynamoStore, Transaction, built, classify, item_as, item_of, key, mapping, put_new, s,
+    DynamoStore, Replacement, Transaction, built, classify, item_as, item_of, key, mapping,
+    put_new, s,
 };
 use crate::error::StoreError;
 use crate::secrets::MAX_SETS_PER_ACCOUNT;
@@ -62,11 +63,9 @@ impl DynamoStore {
     /// Every attribute of the set but `usedBy`, which agents' writes own (and which does not
     /// move the version, so an agent naming the set never makes this write lose its race).
     async fn replace_set(&self, read: u64, set: &SecretSetRecord) -> Result<SetWrite, StoreError> {
-        let mut item = item_of(&SecretSetItem::from(set))?;
-        for kept in ["pk", "sk", "usedBy"] {
-            item.remove(kept);
-        }
-        let mut update = self
+        let replacement =
+            Replacement::of(item_of(&SecretSetItem::from(set))?, &["usedBy"], &["host"]);
+        let update = self
             .client
             .update_item()
             .table_name(&self.agents_table)
@@ -74,22 +73,13 @@ impl DynamoStore {
                 namespace_pk(&set.namespace),
                 secret_set_sk(&set.name),
             )))
+            .update_expression(replacement.expression)
+            .set_expression_attribute_names(Some(replacement.names))
+            .set_expression_attribute_values(Some(replacement.values))
             .condition_expression("#version = :read")
             .expression_attribute_names("#version", "version")
             .expression_attribute_values(":read", n(read));
-        let mut assignments = Vec::with_capacity(item.len());
-        for (at, (name, value)) in item.into_iter().enumerate() {
-            assignments.push(format!("#a{at} = :a{at}"));
-            update = update
-                .expression_attribute_names(format!("#a{at}"), name)
-                .expression_attribute_values(format!(":a{at}"), value);
-        }
-        let mut expression = format!("SET {}", assignments.join(", "));
-        if set.host.is_none() {
-            expression.push_str(" REMOVE #host");
-            update = update.expression_attribute_names("#host", "host");
-        }
-        match update.update_expression(expression).send().await {
+        match update.send().await {
             Ok(_) => Ok(SetWrite::Written),
             Err(error)
                 if error

@@ -17,6 +17,7 @@ use crate::idempotency::IdempotencyRecord;
 use crate::logs::{ChunkRequest, ChunksRead, LogChunk, LogStore, Order};
 
 mod secrets;
+mod sessions;
 
 /// A service's chunks by key.
 type ServiceLog = BTreeMap<String, LogChunk>;
@@ -30,6 +31,8 @@ struct Agents {
     deployments: HashMap<(String, String, String), DeploymentRecord>,
     /// (namespace, key digest) → record.
     idempotency: HashMap<(String, String), IdempotencyRecord>,
+    /// (namespace, service id, session id) → session.
+    sessions: BTreeMap<sessions::SessionKey, crate::session::SessionRecord>,
 }
 
 impl Agents {
@@ -233,13 +236,14 @@ impl AgentStore for MemoryStore {
         let mut state = lock(&self.agents);
         let namespace = &next.owner.namespace;
         let key = (namespace.clone(), next.name.clone());
-        if state
+        let Some(active_sessions) = state
             .agents
             .get(&key)
-            .is_none_or(|current| !current.is_still(&next.service_id, read_version))
-        {
+            .filter(|current| current.is_still(&next.service_id, read_version))
+            .map(|current| current.active_sessions)
+        else {
             return Ok(WriteOutcome::Conflict);
-        }
+        };
         if let Some(found) = idempotency.and_then(|record| state.key_used(namespace, record)) {
             return Ok(WriteOutcome::KeyUsed(found));
         }
@@ -272,7 +276,14 @@ impl AgentStore for MemoryStore {
             }
             Change::AnswerRecorded => {}
         }
-        state.agents.insert(key, next.clone());
+        // Sessions own the count: the stored one stays, whatever `next` was read with.
+        state.agents.insert(
+            key,
+            AgentRecord {
+                active_sessions,
+                ..next.clone()
+            },
+        );
         state.keep(namespace, idempotency);
         Ok(WriteOutcome::Written)
     }

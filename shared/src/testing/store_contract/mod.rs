@@ -1,4 +1,4 @@
-//! The promises of the agent, account and secret set ports (and of agents naming sets), as
+//! The promises of the agent, account, secret set and session ports (and of agents naming sets), as
 //! checks any store runs: the in-memory store and the DynamoDB adapter on DynamoDB Local both
 //! (tests/tests/store_contract.rs), so the fake cannot drift from the real store. (The log port has
 //! its own on both stores: tests/tests/log_order.rs.) Each check panics with what broke.
@@ -7,11 +7,13 @@ mod accounts;
 mod agents;
 mod named_sets;
 mod secrets;
+mod sessions;
 
 pub use accounts::accounts;
 pub use agents::agents;
 pub use named_sets::agents_naming_sets;
 pub use secrets::secret_sets;
+pub use sessions::sessions;
 
 use crate::agent::{AgentRecord, ConfigChanges};
 use crate::auth::Principal;

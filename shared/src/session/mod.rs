@@ -1,0 +1,12 @@
+//! Sessions (contract section 11): what is kept of one (`record`), whether an agent takes one
+//! more (`start`: the cap, exact under any concurrency), the port a store implements (`store`),
+//! and what a start does over the ports (`lifecycle`).
+
+pub mod lifecycle;
+mod record;
+mod start;
+mod store;
+
+pub use record::{Connection, SessionRecord, SessionRequest, SessionState, Transport};
+pub use start::{StartRefusal, admits, serving_deployment};
+pub use store::{SessionStore, SessionWrite, StartOutcome};

@@ -1,0 +1,218 @@
+//! Sessions in AgentsTable (layout in [`super::session_items`]). A start is one transaction:
+//! the agent's `activeSessions` added to under the condition [`crate::session::admits`] states,
+//! and the session put; an end takes it out again in the same transaction as the session's
+//! write. Agents' own writes never touch `activeSessions` ([`super::Replacement`]).
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
+
+use super::items::{ACTIVE_SESSIONS, AgentItem, agent_sk, namespace_pk};
+use super::session_items::{SessionItem, session_sk};
+use super::{
+    DynamoStore, Item, Replacement, Transaction, built, item_as, item_of, key, put_new, s,
+};
+use crate::agent::{AgentRecord, DeploymentState};
+use crate::error::StoreError;
+use crate::session::{SessionRecord, SessionStore, SessionWrite, StartOutcome, admits};
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// [`admits`] as a condition expression on the agent's item: the same service; the session's
+/// deployment the active or the serving one, and ready; fewer active sessions than the active
+/// configuration's `maxReplicas` (an attribute compared with an attribute: the cap is the
+/// stored one, never a figure read before).
+const ADMITS: &str = "#serviceId = :service \
+    AND ((#active.#deployment.#id = :deployment AND #active.#status.#state = :ready) \
+      OR (#serving.#deploymentId = :deployment AND #serving.#status.#state = :ready)) \
+    AND (attribute_not_exists(#sessions) \
+      OR #sessions < #active.#config.#autoScaling.#maxReplicas)";
+
+fn admits_names() -> HashMap<String, String> {
+    [
+        ("#serviceId", "serviceId"),
+        ("#active", "active"),
+        ("#deployment", "deployment"),
+        ("#id", "id"),
+        ("#status", "status"),
+        ("#state", "state"),
+        ("#serving", "serving"),
+        ("#deploymentId", "deploymentId"),
+        ("#sessions", ACTIVE_SESSIONS),
+        ("#config", "config"),
+        ("#autoScaling", "autoScaling"),
+        ("#maxReplicas", "maxReplicas"),
+    ]
+    .into_iter()
+    .map(|(name, attribute)| (name.to_owned(), attribute.to_owned()))
+    .collect()
+}
+
+/// A ready deployment's `state`, as the agent's item holds it.
+fn ready() -> Result<AttributeValue, StoreError> {
+    serde_dynamo::to_attribute_value(DeploymentState::Ready).map_err(super::mapping)
+}
+
+impl DynamoStore {
+    fn agent_item_key(session: &SessionRecord) -> Item {
+        key(
+            namespace_pk(&session.namespace),
+            agent_sk(&session.agent_name),
+        )
+    }
+
+    /// Why the agent's condition failed, from the item it found: the rule itself decides.
+    fn refusal(found: Option<Item>, session: &SessionRecord) -> Result<StartOutcome, StoreError> {
+        let agent = found
+            .map(|item| serde_dynamo::from_item::<_, AgentItem>(item).map(AgentRecord::from))
+            .transpose()
+            .map_err(super::mapping)?;
+        Ok(match admits(agent.as_ref(), session) {
+            Err(refusal) => StartOutcome::Refused(refusal),
+            // It changed back between the write and its refusal: try again.
+            Ok(()) => StartOutcome::Raced,
+        })
+    }
+
+    /// The session's write: its item, conditioned on the version read.
+    fn session_write(
+        &self,
+        read: &SessionRecord,
+        next: &SessionRecord,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut replacement = Replacement::of(
+            item_of(&SessionItem::from(next))?,
+            &[],
+            &[
+                "endedAt",
+                "completionStatus",
+                "botStartSeconds",
+                "coldStart",
+                "connection",
+                "observedAtNanos",
+            ],
+        );
+        replacement
+            .names
+            .insert("#version".into(), "version".into());
+        replacement.values.insert(":read".into(), n(read.version));
+        let update = Update::builder()
+            .table_name(&self.agents_table)
+            .set_key(Some(key(
+                namespace_pk(&next.namespace),
+                session_sk(&next.service_id, &next.session_id),
+            )))
+            .update_expression(replacement.expression)
+            .condition_expression("#version = :read")
+            .set_expression_attribute_names(Some(replacement.names))
+            .set_expression_attribute_values(Some(replacement.values))
+            .build()
+            .map_err(built)?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// The agent's count, one less: while it is still the session's service and counts any.
+    fn count_down(&self, session: &SessionRecord) -> Result<TransactWriteItem, StoreError> {
+        let update = Update::builder()
+            .table_name(&self.agents_table)
+            .set_key(Some(Self::agent_item_key(session)))
+            .update_expression("ADD #sessions :minus")
+            .condition_expression("#serviceId = :service AND #sessions > :zero")
+            .expression_attribute_names("#sessions", ACTIVE_SESSIONS)
+            .expression_attribute_names("#serviceId", "serviceId")
+            .expression_attribute_values(":minus", AttributeValue::N("-1".into()))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":service", s(&session.service_id))
+            .build()
+            .map_err(built)?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+}
+
+impl SessionStore for DynamoStore {
+    #[tracing::instrument(skip_all, fields(namespace = %session.namespace, agent = %session.agent_name))]
+    async fn start_session(&self, session: &SessionRecord) -> Result<StartOutcome, StoreError> {
+        let count_up = Update::builder()
+            .table_name(&self.agents_table)
+            .set_key(Some(Self::agent_item_key(session)))
+            .update_expression("ADD #sessions :one")
+            .condition_expression(ADMITS)
+            .set_expression_attribute_names(Some(admits_names()))
+            .expression_attribute_values(":service", s(&session.service_id))
+            .expression_attribute_values(":deployment", s(&session.deployment_id))
+            .expression_attribute_values(":ready", ready()?)
+            .expression_attribute_values(":one", n(1))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(built)?;
+        let items = vec![
+            TransactWriteItem::builder().update(count_up).build(),
+            put_new(&self.agents_table, &SessionItem::from(session))?,
+        ];
+        match self.transact_racing(items).await? {
+            Some(Transaction::Written) => Ok(StartOutcome::Started),
+            None => Ok(StartOutcome::Raced),
+            Some(Transaction::ConditionFailed { failed, mut found }) if failed.contains(&0) => {
+                Self::refusal(found.swap_remove(0), session)
+            }
+            Some(Transaction::ConditionFailed { .. }) => {
+                Err(StoreError::Unexpected("a new session's id is taken".into()))
+            }
+        }
+    }
+
+    async fn get_session(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        session_id: &str,
+    ) -> Result<Option<SessionRecord>, StoreError> {
+        let found: Option<SessionItem> = item_as(
+            self.get_item(
+                &self.agents_table,
+                namespace_pk(namespace),
+                session_sk(service_id, session_id),
+                true,
+            )
+            .send()
+            .await
+            .map_err(super::classify)?,
+        )?;
+        Ok(found.map(SessionRecord::from))
+    }
+
+    #[tracing::instrument(skip_all, fields(namespace = %next.namespace, session = %next.session_id))]
+    async fn write_session(
+        &self,
+        read: &SessionRecord,
+        next: &SessionRecord,
+    ) -> Result<SessionWrite, StoreError> {
+        let mut items = vec![self.session_write(read, next)?];
+        if read.is_ended_by(next) {
+            items.push(self.count_down(next)?);
+        }
+        let counted = items.len() > 1;
+        match self.transact_racing(items).await? {
+            Some(Transaction::Written) => Ok(SessionWrite::Written),
+            None => Ok(SessionWrite::Conflict),
+            Some(Transaction::ConditionFailed { failed, .. }) if failed.contains(&0) => {
+                Ok(SessionWrite::Conflict)
+            }
+            // The agent is gone (or another service of its name): it took its count with it.
+            Some(Transaction::ConditionFailed { .. }) if counted => {
+                let alone = vec![self.session_write(read, next)?];
+                Ok(match self.transact_racing(alone).await? {
+                    Some(Transaction::Written) => SessionWrite::Written,
+                    _ => SessionWrite::Conflict,
+                })
+            }
+            Some(Transaction::ConditionFailed { .. }) => Err(StoreError::Unexpected(
+                "a session's write failed a condition it does not have".into(),
+            )),
+        }
+    }
+}
