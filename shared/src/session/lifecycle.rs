@@ -37,14 +37,7 @@ pub async fn start<A: AgentStore, S: SessionStore>(
             .await?
             .ok_or_else(ApiError::no_agent)?;
         let deployment = super::serving_deployment(&agent).ok_or(ApiError::AgentNotReady)?;
-        let session = SessionRecord::new(
-            &caller.namespace,
-            agent_name,
-            &agent.service_id,
-            deployment,
-            request.clone(),
-            now,
-        );
+        let session = SessionRecord::new(&agent, deployment, request.clone(), now);
         match sessions.start_session(&session).await? {
             StartOutcome::Started => {
                 tracing::info!(session = %session.session_id, "session started");

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::agent::AgentRecord;
+
 /// Where a session is in its life. `starting` and `started` are active: they count against the
 /// agent's `maxReplicas`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,19 +91,17 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
-    /// A new session of the agent's service on `deployment_id`, starting.
+    /// A new session of `agent`'s service on `deployment_id`, starting.
     pub fn new(
-        namespace: &str,
-        agent_name: &str,
-        service_id: &str,
+        agent: &AgentRecord,
         deployment_id: &str,
         request: SessionRequest,
         now: &str,
     ) -> Self {
         SessionRecord {
-            namespace: namespace.to_owned(),
-            agent_name: agent_name.to_owned(),
-            service_id: service_id.to_owned(),
+            namespace: agent.owner.namespace.clone(),
+            agent_name: agent.name.clone(),
+            service_id: agent.service_id.clone(),
             session_id: uuid::Uuid::now_v7().to_string(),
             deployment_id: deployment_id.to_owned(),
             state: SessionState::Starting,

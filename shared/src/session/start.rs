@@ -56,14 +56,8 @@ mod tests {
     use crate::session::SessionRequest;
 
     fn session_of(agent: &AgentRecord, deployment_id: &str) -> SessionRecord {
-        SessionRecord::new(
-            &agent.owner.namespace,
-            &agent.name,
-            &agent.service_id,
-            deployment_id,
-            SessionRequest::default(),
-            "2026-11-25T10:00:00.000Z",
-        )
+        let at = "2026-11-25T10:00:00.000Z";
+        SessionRecord::new(agent, deployment_id, SessionRequest::default(), at)
     }
 
     fn ready(mut agent: AgentRecord) -> AgentRecord {

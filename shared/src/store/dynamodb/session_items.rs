@@ -105,10 +105,9 @@ mod tests {
 
     #[test]
     fn a_session_round_trips_through_its_item() {
+        let agent = crate::agent::record::tests::record();
         let mut session = SessionRecord::new(
-            "ns",
-            "voice-bot",
-            "service-1",
+            &agent,
             "deployment-1",
             SessionRequest {
                 body: Some(r#"{"language":"en","nested":[[[[1]]]]}"#.into()),
@@ -128,7 +127,10 @@ mod tests {
         });
         session.observed_at_nanos = Some(1_800_000_000_000_000_000);
         let item = SessionItem::from(&session);
-        assert_eq!(item.sk, format!("SESSION#service-1#{}", session.session_id));
+        assert_eq!(
+            item.sk,
+            format!("SESSION#{}#{}", agent.service_id, session.session_id)
+        );
         let stored: super::super::Item = serde_dynamo::to_item(&item).unwrap();
         assert_eq!(stored["state"].as_s().unwrap(), "started");
         assert_eq!(stored["kind"].as_s().unwrap(), "session");
@@ -138,10 +140,9 @@ mod tests {
 
     #[test]
     fn session_ids_sort_by_their_start() {
+        let agent = crate::agent::record::tests::record();
         let ids: Vec<String> = (0..50)
-            .map(|_| {
-                SessionRecord::new("ns", "a", "s", "d", SessionRequest::default(), "t").session_id
-            })
+            .map(|_| SessionRecord::new(&agent, "d", SessionRequest::default(), "t").session_id)
             .collect();
         let mut sorted = ids.clone();
         sorted.sort();

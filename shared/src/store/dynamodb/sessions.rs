@@ -84,18 +84,16 @@ impl DynamoStore {
         read: &SessionRecord,
         next: &SessionRecord,
     ) -> Result<TransactWriteItem, StoreError> {
-        let mut replacement = Replacement::of(
-            item_of(&SessionItem::from(next))?,
-            &[],
-            &[
-                "endedAt",
-                "completionStatus",
-                "botStartSeconds",
-                "coldStart",
-                "connection",
-                "observedAtNanos",
-            ],
-        );
+        // What the item as read holds and `next` does not (the write is conditioned on that
+        // version, so the stored item is that one) is removed.
+        let stored = item_of(&SessionItem::from(read))?;
+        let written = item_of(&SessionItem::from(next))?;
+        let dropped: Vec<&str> = stored
+            .keys()
+            .filter(|name| !written.contains_key(*name))
+            .map(String::as_str)
+            .collect();
+        let mut replacement = Replacement::of(written, &[], &dropped);
         replacement
             .names
             .insert("#version".into(), "version".into());

@@ -5,17 +5,15 @@
 use super::agent;
 use crate::agent::{AgentRecord, AgentStore, Change, DeploymentState, WriteOutcome};
 use crate::session::{
-    SessionRecord, SessionRequest, SessionState, SessionStore, SessionWrite, StartOutcome,
-    StartRefusal,
+    Connection, SessionRecord, SessionRequest, SessionState, SessionStore, SessionWrite,
+    StartOutcome, StartRefusal,
 };
 
 const AT: &str = "2026-11-25T10:00:00.000Z";
 
 fn session_of(agent: &AgentRecord, deployment_id: &str) -> SessionRecord {
     SessionRecord::new(
-        &agent.owner.namespace,
-        &agent.name,
-        &agent.service_id,
+        agent,
         deployment_id,
         SessionRequest {
             body: Some(r#"{"caller":"+15550100"}"#.into()),
@@ -138,14 +136,31 @@ pub async fn sessions<S: AgentStore + SessionStore>(store: &S) {
         StartOutcome::Refused(StartRefusal::NotReady)
     );
 
-    // An end counts the session out once: a write of a stale read changes nothing.
-    let ended = first.ended(SessionState::Ended, "completed", "2026-11-25T10:05:00.000Z");
+    // Started, with what to connect with: still active, the count unmoved.
+    let running = SessionRecord {
+        state: SessionState::Started,
+        version: first.version + 1,
+        connection: Some(Connection {
+            ws_url: Some("wss://simulated.invalid/session".into()),
+            ..Connection::default()
+        }),
+        ..first.clone()
+    };
     assert_eq!(
-        store.write_session(&first, &ended).await.unwrap(),
+        store.write_session(&first, &running).await.unwrap(),
+        SessionWrite::Written
+    );
+    assert_eq!(stored(store, &ready).await.active_sessions, 2);
+
+    // An end counts the session out once, and what it connected with is gone from the store; a
+    // write of a stale read changes nothing.
+    let ended = running.ended(SessionState::Ended, "completed", "2026-11-25T10:05:00.000Z");
+    assert_eq!(
+        store.write_session(&running, &ended).await.unwrap(),
         SessionWrite::Written
     );
     assert_eq!(
-        store.write_session(&first, &ended).await.unwrap(),
+        store.write_session(&running, &ended).await.unwrap(),
         SessionWrite::Conflict
     );
     assert_eq!(stored(store, &ready).await.active_sessions, 1);
