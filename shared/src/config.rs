@@ -51,6 +51,12 @@ pub const KMS_ENDPOINT: &str = "KMS_ENDPOINT";
 pub const CURSOR_SECRET_ID: &str = "CURSOR_SECRET_ID";
 /// Secrets Manager's endpoint, set for an emulator (moto's server); unset on AWS.
 pub const SECRETS_MANAGER_ENDPOINT: &str = "SECRETS_MANAGER_ENDPOINT";
+/// Seconds a session start waits for the data plane's report (`SessionStartWaitSeconds`).
+pub const SESSION_START_WAIT_SECONDS: &str = "SESSION_START_WAIT_SECONDS";
+pub const DEFAULT_SESSION_START_WAIT_SECONDS: u64 = 10;
+/// The most a start may wait: the start function's timeout (25 s) stays above it, and API
+/// Gateway's 29 s above that.
+pub const MAX_SESSION_START_WAIT_SECONDS: u64 = 20;
 /// The region Lambda runs a function in.
 pub const AWS_REGION: &str = "AWS_REGION";
 /// The region of local runs when the environment names none (DynamoDB Local and moto ignore it).
@@ -67,6 +73,21 @@ pub enum ConfigError {
     Missing(#[from] MissingVariable),
     #[error("environment variable {0} must be a whole number of days from 1 to 3650")]
     BadRetention(&'static str),
+    #[error("environment variable {0} must be a whole number of seconds from 0 to 20")]
+    BadWait(&'static str),
+}
+
+/// How long a session start waits for the data plane's report.
+pub fn session_start_wait() -> Result<std::time::Duration, ConfigError> {
+    let seconds = match optional(SESSION_START_WAIT_SECONDS) {
+        None => DEFAULT_SESSION_START_WAIT_SECONDS,
+        Some(seconds) => seconds
+            .parse()
+            .ok()
+            .filter(|seconds| *seconds <= MAX_SESSION_START_WAIT_SECONDS)
+            .ok_or(ConfigError::BadWait(SESSION_START_WAIT_SECONDS))?,
+    };
+    Ok(std::time::Duration::from_secs(seconds))
 }
 
 pub fn required(name: &'static str) -> Result<String, MissingVariable> {

@@ -81,6 +81,8 @@ pub mod allow {
     pub const SECRET_SET: &str = "GET, PUT, DELETE";
     /// `/v1/secrets/{setName}/{secretKey}`: delete one key.
     pub const SECRET: &str = "DELETE";
+    /// `/v1/public/{agentName}/start`: start a session.
+    pub const SESSION_START: &str = "POST";
 }
 
 /// A function serves one method of its path. The gateway (an `ANY` route beside the methods'

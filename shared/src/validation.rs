@@ -290,6 +290,11 @@ impl JsonObject {
         })
     }
 
+    /// The object's members as JSON, for a member handed over as it is given.
+    pub fn into_json(self) -> Value {
+        Value::Object(self.members)
+    }
+
     /// Rejects the first member (in name order, so the answer is stable) nobody took.
     pub fn finish(self) -> Result<(), ApiError> {
         match self.members.keys().next() {

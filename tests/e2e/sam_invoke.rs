@@ -107,6 +107,22 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         Http(403, Some("FORBIDDEN")),
     )],
     &[(
+        "start-session.json",
+        "StartSessionFunction",
+        // Nothing reports under `sam local invoke`: the start answers once its wait passed.
+        Http(200, None),
+    )],
+    &[(
+        "start-session-not-ready.json",
+        "StartSessionFunction",
+        Http(503, Some("AGENT_NOT_READY")),
+    )],
+    &[(
+        "start-session-invalid.json",
+        "StartSessionFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[(
         "get-agent-wrong-method.json",
         "GetAgentFunction",
         Http(405, Some("METHOD_NOT_ALLOWED")),
@@ -297,6 +313,7 @@ async fn prepare() -> (DynamoStore, PathBuf) {
         "SECRETS_MANAGER_ENDPOINT": variable("STACK_CONTAINER_KMS_ENDPOINT"),
         "KMS_ENDPOINT": variable("STACK_CONTAINER_KMS_ENDPOINT"),
         "SECRETS_KEY_ID": variable("SECRETS_KEY_ID"),
+        "SESSION_START_WAIT_SECONDS": "1",
     }});
     std::fs::write(&env_file, env.to_string()).unwrap();
     (store, env_file)

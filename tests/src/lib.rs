@@ -73,6 +73,15 @@ impl TestStore {
     }
 
     /// A new account with a key, as the operator command makes them.
+    /// A public key of the account (which must exist): it may only start sessions.
+    pub async fn public_key(&self, account_id: &str) -> ApiKey {
+        let (key, _) =
+            shared::account::issue_key(&self.store, account_id, shared::auth::KeyKind::Public)
+                .await
+                .unwrap();
+        key
+    }
+
     pub async fn account_with_key(&self, account_id: &str) -> (Principal, ApiKey) {
         let account = shared::account::ensure_account(&self.store, account_id, None)
             .await
@@ -289,6 +298,68 @@ pub fn agent_request(
             "agentName".to_owned(),
             agent.to_owned(),
         )]))
+}
+
+/// `POST /v1/public/{agent}/start` with `key` (public or private) and `body` as given.
+pub fn start_request(key: &ApiKey, agent: &str, body: Option<&str>) -> Request {
+    use lambda_http::RequestExt;
+    let body = match body {
+        Some(body) => lambda_http::Body::Text(body.to_owned()),
+        None => lambda_http::Body::Empty,
+    };
+    http::Request::builder()
+        .method("POST")
+        .uri(format!("https://api.example.com/v1/public/{agent}/start"))
+        .header("authorization", bearer(key))
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap()
+        .with_path_parameters(std::collections::HashMap::from([(
+            "agentName".to_owned(),
+            agent.to_owned(),
+        )]))
+}
+
+/// A session start through the start handler, answered without waiting for a report.
+pub async fn start_session(
+    store: &TestStore,
+    key: &ApiKey,
+    agent: &str,
+    body: Option<&str>,
+) -> lambda_http::Response<lambda_http::Body> {
+    let no_wait = shared::session::lifecycle::StartWait(std::time::Duration::ZERO);
+    let request = start_request(key, agent, body);
+    start_session::handle(&store.store, &store.store, &store.store, no_wait, request).await
+}
+
+/// Creates agent `name` from `body` (its `serviceName` filled in) and reports its deployment
+/// ready: it takes sessions. The created agent's body.
+pub async fn ready_agent(
+    store: &TestStore,
+    caller: &Principal,
+    key: &ApiKey,
+    name: &str,
+    mut body: serde_json::Value,
+) -> serde_json::Value {
+    body["serviceName"] = serde_json::json!(name);
+    let (status, created) = parts(
+        create_agent::handle(
+            &store.store,
+            &store.store,
+            direct_create(Some(&bearer(key)), &body),
+        )
+        .await,
+    );
+    assert_eq!(status, 201, "{created}");
+    let outcome = report(
+        store,
+        serde_json::json!({"namespace": caller.namespace, "agent": name,
+               "deploymentId": created["activeDeploymentId"], "state": "ready", "readyReplicas": 1,
+               "observedAt": shared::timestamp::now_rfc3339_millis()}),
+    )
+    .await;
+    assert_eq!(outcome, shared::agent::ReportOutcome::Applied);
+    created
 }
 
 /// An update of `agent` through the update handler: status and body.

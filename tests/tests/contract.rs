@@ -183,6 +183,7 @@ fn routes_agree_across_router_template_and_openapi() {
                 "DELETE".to_owned(),
                 "/v1/secrets/{setName}/{secretKey}".to_owned()
             ),
+            ("POST".to_owned(), "/v1/public/{agentName}/start".to_owned()),
         ])
     );
 }
@@ -393,6 +394,10 @@ async fn call_function(
         "get-secret-set" => get_secret_set::handle(s, s, "us-east-1", request).await,
         "delete-secret-set" => delete_secret_set::handle(s, s, request).await,
         "delete-secret" => delete_secret::handle(s, s, request).await,
+        "start-session" => {
+            let no_wait = shared::session::lifecycle::StartWait(std::time::Duration::ZERO);
+            start_session::handle(s, s, s, no_wait, request).await
+        }
         other => panic!("no HTTP function {other}"),
     }
 }

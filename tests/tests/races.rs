@@ -292,90 +292,67 @@ async fn fifty_agents_naming_one_set_at_once_are_all_its_users() {
     assert_eq!(set.used_by.len(), CALLERS);
 }
 
-/// Fifty session starts of an agent with `maxAgents` 3 at the same moment: each is one
-/// conditioned write of the agent's count, so exactly three start and forty-seven are refused
-/// 429 `AGENT_AT_CAPACITY` with `Retry-After`; once the three end, the count is back to zero and
-/// a start takes a place again.
+/// Fifty session starts of an agent with `maxAgents` 3 at the same moment, through the start
+/// handler under a public key: each is one conditioned write of the agent's count, so exactly
+/// three start and forty-seven are refused 429 `AGENT_AT_CAPACITY` with `Retry-After`; once the
+/// three end, the count is back to zero and a start takes a place again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_starts_against_three_places_start_exactly_three() {
-    use shared::session::{SessionRequest, SessionState, SessionStore, lifecycle};
+    use shared::session::{SessionState, SessionStore};
 
     let _race = ONE_RACE_AT_A_TIME.lock().await;
     let store = Arc::new(TestStore::new().await);
     let (caller, key) = store.account_with_key("acme").await;
-    let created = create_concurrently(
-        &store,
-        vec![direct_create(
-            Some(&bearer(&key)),
-            &json!({"serviceName": "capped", "image": "ghcr.io/acme/agent:1.0",
-                    "autoScaling": {"maxAgents": 3}}),
-        )],
-    )
-    .await;
-    let (status, body) = parts(created.into_iter().next().unwrap());
-    assert_eq!(status, 201, "{body}");
-    let outcome = integration_tests::report(
-        &store,
-        json!({"namespace": caller.namespace, "agent": "capped",
-               "deploymentId": body["activeDeploymentId"], "state": "ready", "readyReplicas": 1,
-               "observedAt": shared::timestamp::now_rfc3339_millis()}),
-    )
-    .await;
-    assert_eq!(outcome, shared::agent::ReportOutcome::Applied);
+    let public = store.public_key("acme").await;
+    let scaling = json!({"image": "ghcr.io/acme/agent:1.0", "autoScaling": {"maxAgents": 3}});
+    integration_tests::ready_agent(&store, &caller, &key, "capped", scaling).await;
+    let service_id = stored_agent(&store, &caller.namespace).await.service_id;
 
-    let now = shared::timestamp::now_rfc3339_millis();
     let tasks: Vec<_> = (0..CALLERS)
         .map(|_| {
-            let (store, caller, now) = (store.clone(), caller.clone(), now.clone());
+            let (store, public) = (store.clone(), public.clone());
             tokio::spawn(async move {
-                let request = SessionRequest::default();
-                lifecycle::start(
-                    &store.store,
-                    &store.store,
-                    &caller,
-                    "capped",
-                    &request,
-                    &now,
-                )
-                .await
+                integration_tests::start_session(&store, &public, "capped", None).await
             })
         })
         .collect();
     let mut started = Vec::new();
     let mut refused = 0;
     for task in tasks {
-        match task.await.unwrap() {
-            Ok(session) => started.push(session),
-            Err(error) => {
+        let response = task.await.unwrap();
+        let retry_after = response.headers().contains_key("retry-after");
+        match parts(response) {
+            (200, answer) => started.push(answer["sessionId"].as_str().unwrap().to_owned()),
+            (status, answer) => {
                 assert_eq!(
-                    (error.status().as_u16(), error.code()),
-                    (429, "AGENT_AT_CAPACITY"),
-                    "{error}"
+                    (status, answer["code"].as_str()),
+                    (429, Some("AGENT_AT_CAPACITY")),
+                    "{answer}"
                 );
-                assert!(error.retry_after().is_some());
+                assert!(retry_after, "a full agent says when to come back");
                 refused += 1;
             }
         }
     }
     assert_eq!((started.len(), refused), (3, CALLERS - 3));
+    let agent = stored_agent(&store, &caller.namespace).await;
+    assert_eq!(agent.active_sessions, 3);
     assert_eq!(
-        stored_agent(&store, &caller.namespace)
-            .await
-            .active_sessions,
-        3
-    );
-    assert_eq!(
-        stored_agent(&store, &caller.namespace)
-            .await
-            .view()
-            .active_session_count,
+        agent.view().active_session_count,
         3,
         "activeSessionCount is the figure the cap uses"
     );
 
-    for session in &started {
+    let now = shared::timestamp::now_rfc3339_millis();
+    for id in &started {
+        let session = store
+            .store
+            .get_session(&caller.namespace, &service_id, id)
+            .await
+            .unwrap()
+            .expect("a started session is stored");
         let ended = session.ended(SessionState::Ended, "completed", &now);
-        store.store.write_session(session, &ended).await.unwrap();
+        store.store.write_session(&session, &ended).await.unwrap();
     }
     assert_eq!(
         stored_agent(&store, &caller.namespace)
@@ -383,18 +360,9 @@ async fn fifty_starts_against_three_places_start_exactly_three() {
             .active_sessions,
         0
     );
-    let request = SessionRequest::default();
-    let again = lifecycle::start(
-        &store.store,
-        &store.store,
-        &caller,
-        "capped",
-        &request,
-        &now,
-    )
-    .await
-    .expect("a place is free again");
-    assert_eq!(again.state, SessionState::Starting);
+    let (status, answer) =
+        parts(integration_tests::start_session(&store, &public, "capped", None).await);
+    assert_eq!(status, 200, "a place is free again: {answer}");
     assert_eq!(
         stored_agent(&store, &caller.namespace)
             .await

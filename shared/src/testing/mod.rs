@@ -17,23 +17,44 @@ pub fn dev_owner() -> Principal {
     }
 }
 
+/// The account the session fixtures' authorizer context names: apart from `dev-local`, whose
+/// agents the agent fixtures list and count.
+pub fn session_fixtures_owner() -> Principal {
+    Principal {
+        account_id: "dev-sessions".into(),
+        namespace: "dev-sessions-local".into(),
+    }
+}
+
+/// The agent the session fixtures start sessions of: its deployment is ready.
+pub const SESSION_FIXTURE_AGENT: &str = "voice-bot";
+
 /// The active deployment of `demo-agent` that events/ingest-logs.json's stream and
 /// events/deployment-status.json name.
 pub const DEMO_DEPLOYMENT_ID: &str = "4b1d6c0e-2f55-4c39-9d0e-8a2b9c7e1f00";
 
 /// The agents of the fixtures, in `dev-local`: `demo-agent` (read, reported on, logged to),
 /// `video-bot` (updated) and `old-bot` (deleted), each apart so that the fixtures can run in any
-/// order.
+/// order; in the session fixtures' account, `voice-bot`, ready to take sessions.
 pub async fn seed_fixture_agents<S: AgentStore>(store: &S) -> Result<Vec<AgentRecord>, StoreError> {
     let mut seeded = Vec::new();
-    for name in ["demo-agent", "video-bot", "old-bot"] {
+    let agents = [
+        (dev_owner(), "demo-agent"),
+        (dev_owner(), "video-bot"),
+        (dev_owner(), "old-bot"),
+        (session_fixtures_owner(), SESSION_FIXTURE_AGENT),
+    ];
+    for (owner, name) in agents {
         let body = serde_json::json!({"serviceName": name, "image": "ghcr.io/acme/demo-agent:1.0"});
         let (name, config) = ConfigChanges::from_json(body)
             .and_then(ConfigChanges::into_new_agent)
             .map_err(|error| StoreError::Unexpected(error.to_string().into()))?;
-        let mut agent = AgentRecord::new(&dev_owner(), &name, config, "2026-11-22T19:00:00.000Z");
+        let mut agent = AgentRecord::new(&owner, &name, config, "2026-11-22T19:00:00.000Z");
         if name == "demo-agent" {
             agent.active.deployment.id = DEMO_DEPLOYMENT_ID.to_owned();
+        }
+        if name == SESSION_FIXTURE_AGENT {
+            agent.active.status.state = crate::agent::DeploymentState::Ready;
         }
         match store.create_agent(&agent, None).await? {
             CreateOutcome::Created => seeded.push(agent),

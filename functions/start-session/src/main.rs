@@ -1,0 +1,21 @@
+//! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
+
+use lambda_http::{Error, service_fn};
+use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE};
+use shared::lambda::run;
+use shared::session::lifecycle::StartWait;
+use shared::store::dynamodb::DynamoStore;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    let (store, _) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE])?;
+    let wait = StartWait(shared::config::session_start_wait()?);
+    let store = &store;
+    run(service_fn(move |request| async move {
+        Ok::<_, std::convert::Infallible>(
+            start_session::handle(store, store, store, wait, request).await,
+        )
+    }))
+    .await
+}

@@ -1,0 +1,208 @@
+//! What the API shows of a session (contract section 11).
+
+use serde::Serialize;
+
+use super::{Connection, SessionRecord, SessionState};
+
+/// The start's answer: the session, its deployment, and what the data plane reported for
+/// connecting (nothing yet while it is `starting`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartAnswer<'a> {
+    pub session_id: &'a str,
+    pub status: SessionState,
+    pub deployment_id: &'a str,
+    #[serde(flatten)]
+    pub connection: Option<&'a Connection>,
+    /// Why it ended, when the data plane ended it before the answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_status: Option<&'a str>,
+}
+
+impl<'a> From<&'a SessionRecord> for StartAnswer<'a> {
+    fn from(session: &'a SessionRecord) -> Self {
+        StartAnswer {
+            session_id: &session.session_id,
+            status: session.state,
+            deployment_id: &session.deployment_id,
+            connection: session.connection.as_ref(),
+            completion_status: session.completion_status.as_deref(),
+        }
+    }
+}
+
+/// A session as read and listed. Every member is written, `null` when unknown: the anchor's CLI
+/// indexes them directly.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView<'a> {
+    pub session_id: &'a str,
+    pub service_id: &'a str,
+    pub deployment_id: &'a str,
+    pub status: SessionState,
+    pub created_at: &'a str,
+    pub updated_at: &'a str,
+    pub ended_at: Option<&'a str>,
+    pub completion_status: Option<&'a str>,
+    pub bot_start_seconds: Option<f64>,
+    pub cold_start: Option<bool>,
+    /// The anchor's CLI's name for where the session is ([`EndState`]).
+    pub end_state: EndState,
+    /// On a read of one active session: what the data plane reported for connecting.
+    #[serde(flatten)]
+    pub connection: Option<&'a Connection>,
+}
+
+impl<'a> SessionView<'a> {
+    /// A session as listed: without what it connects with.
+    pub fn listed(session: &'a SessionRecord) -> Self {
+        SessionView {
+            session_id: &session.session_id,
+            service_id: &session.service_id,
+            deployment_id: &session.deployment_id,
+            status: session.state,
+            created_at: &session.created_at,
+            updated_at: &session.updated_at,
+            ended_at: session.ended_at.as_deref(),
+            completion_status: session.completion_status.as_deref(),
+            bot_start_seconds: session.bot_start_seconds,
+            cold_start: session.cold_start,
+            end_state: EndState::of(session),
+            connection: None,
+        }
+    }
+
+    /// A session as read by its id: with what it connects with while active.
+    pub fn read(session: &'a SessionRecord) -> Self {
+        SessionView {
+            connection: session.connection.as_ref(),
+            ..SessionView::listed(session)
+        }
+    }
+}
+
+/// The anchor's CLI's vocabulary for a session (`pipecat cloud agent sessions --end-state`): its
+/// status column shows it, and its filter sends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndState {
+    Active,
+    Completed,
+    AgentStartTimeout,
+    Terminated,
+    AgentError,
+    Unknown,
+}
+
+/// The completion statuses the control plane gives itself.
+pub mod completion {
+    /// Stopped on request with no status of the data plane's.
+    pub const TERMINATED: &str = "terminated";
+    /// Never reported ended: ended at `maxSessionDuration` plus the grace.
+    pub const EXPIRED: &str = "expired";
+    /// Still `starting` two minutes after its start.
+    pub const START_TIMEOUT: &str = "startTimeout";
+    /// Its agent was deleted.
+    pub const AGENT_DELETED: &str = "agentDeleted";
+}
+
+impl EndState {
+    pub fn of(session: &SessionRecord) -> Self {
+        match (session.state, session.completion_status.as_deref()) {
+            (SessionState::Starting | SessionState::Started, _) => EndState::Active,
+            (SessionState::Failed, Some(completion::START_TIMEOUT)) => EndState::AgentStartTimeout,
+            (SessionState::Failed, _) => EndState::AgentError,
+            (SessionState::Ended, Some(completion::TERMINATED | completion::AGENT_DELETED)) => {
+                EndState::Terminated
+            }
+            (SessionState::Ended, Some(completion::EXPIRED)) => EndState::Unknown,
+            (SessionState::Ended, _) => EndState::Completed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::SessionRequest;
+    use serde_json::{Value, json};
+
+    fn session() -> SessionRecord {
+        let agent = crate::agent::record::tests::record();
+        SessionRecord::new(
+            &agent,
+            "dep-1",
+            SessionRequest::default(),
+            "2026-11-25T10:00:00.000Z",
+        )
+    }
+
+    #[test]
+    fn a_listed_session_writes_every_member_out_null_when_unknown() {
+        let session = session();
+        let view = serde_json::to_value(SessionView::listed(&session)).unwrap();
+        let Value::Object(members) = &view else {
+            panic!("{view}")
+        };
+        for name in [
+            "sessionId",
+            "serviceId",
+            "deploymentId",
+            "status",
+            "createdAt",
+            "updatedAt",
+            "endedAt",
+            "completionStatus",
+            "botStartSeconds",
+            "coldStart",
+            "endState",
+        ] {
+            assert!(members.contains_key(name), "{name} missing from {view}");
+        }
+        assert_eq!(view["status"], "starting");
+        assert_eq!(view["endState"], "active");
+        assert_eq!(view["endedAt"], Value::Null);
+    }
+
+    #[test]
+    fn connection_details_show_on_a_read_and_a_start_never_in_a_list() {
+        let mut session = session();
+        session.state = SessionState::Started;
+        session.connection = Some(Connection {
+            ws_url: Some("ws://simulated.invalid/s".into()),
+            ..Connection::default()
+        });
+        let read = serde_json::to_value(SessionView::read(&session)).unwrap();
+        assert_eq!(read["wsUrl"], "ws://simulated.invalid/s");
+        assert!(read.get("dailyToken").is_none());
+        let listed = serde_json::to_value(SessionView::listed(&session)).unwrap();
+        assert!(listed.get("wsUrl").is_none());
+        let started = serde_json::to_value(StartAnswer::from(&session)).unwrap();
+        assert_eq!(
+            started,
+            json!({"sessionId": session.session_id, "status": "started",
+                   "deploymentId": "dep-1", "wsUrl": "ws://simulated.invalid/s"})
+        );
+    }
+
+    #[test]
+    fn end_states_speak_the_cli_s_vocabulary() {
+        let session = session();
+        let ended = |state, status| EndState::of(&session.ended(state, status, "t"));
+        assert_eq!(EndState::of(&session), EndState::Active);
+        assert_eq!(ended(SessionState::Ended, "completed"), EndState::Completed);
+        assert_eq!(
+            ended(SessionState::Ended, completion::TERMINATED),
+            EndState::Terminated
+        );
+        assert_eq!(
+            ended(SessionState::Ended, completion::EXPIRED),
+            EndState::Unknown
+        );
+        assert_eq!(
+            ended(SessionState::Failed, completion::START_TIMEOUT),
+            EndState::AgentStartTimeout
+        );
+        assert_eq!(ended(SessionState::Failed, "crashed"), EndState::AgentError);
+    }
+}
