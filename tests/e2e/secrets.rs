@@ -310,6 +310,22 @@ async fn a_public_key_is_refused_403_on_every_route_but_a_session_start_and_chan
         );
         assert!(answer.body.get("field").is_none());
     }
+    // The start route lets a public key through the gateway and the function: an agent the
+    // account does not have is the route's own 404, not a 403.
+    let answer = stack
+        .call(
+            Method::POST,
+            "/public/nobody/start",
+            Some(&bearer(&public)),
+            |request| request.json(&json!({"createDailyRoom": false})),
+        )
+        .await;
+    assert_eq!(
+        (answer.status, answer.body["code"].as_str()),
+        (404, Some("NOT_FOUND")),
+        "{}",
+        answer.body
+    );
 
     let after = (
         configuration(
