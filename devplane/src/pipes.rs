@@ -143,9 +143,11 @@ pub fn matches(pattern: &Value, event: &Value) -> Result<bool, PipeError> {
     for (key, expected) in fields {
         let actual = event.get(key);
         let matched = match expected {
+            // EventBridge matches flattened paths: below a member the event lacks, every leaf
+            // is absent (so `{"exists": false}` there matches).
             Value::Object(_) => match actual {
                 Some(actual @ Value::Object(_)) => matches(expected, actual)?,
-                _ => false,
+                _ => matches(expected, &Value::Object(Map::new()))?,
             },
             Value::Array(values) => {
                 let mut any = false;
@@ -345,6 +347,13 @@ mod tests {
         assert!(!pattern(
             json!({"dynamodb": {"NewImage": [{"exists": false}]}})
         ));
+        // Below a member the record lacks, a leaf is absent; anything else there matches nothing.
+        assert!(pattern(
+            json!({"dynamodb": {"OldImage": {"stopRequestedAt": {"S": [{"exists": false}]}}}})
+        ));
+        assert!(!pattern(
+            json!({"dynamodb": {"OldImage": {"kind": {"S": [{"exists": true}]}}}})
+        ));
         assert!(
             matches(&json!({"eventName": [{"numeric": [">", 1]}]}), &record).is_err(),
             "unsupported is an error"
@@ -379,7 +388,15 @@ mod tests {
         let (pipes, rules) = from_template(&text).unwrap();
         let mut kinds: Vec<&str> = pipes.iter().map(|pipe| pipe.detail_type.as_str()).collect();
         kinds.sort_unstable();
-        assert_eq!(kinds, ["Agent Deleted", "Deployment Requested"]);
+        assert_eq!(
+            kinds,
+            [
+                "Agent Deleted",
+                "Deployment Requested",
+                "Session Requested",
+                "Session Stop Requested"
+            ]
+        );
         assert!(pipes.iter().all(|pipe| pipe.source == "agent-hosting"));
         assert_eq!(rules.len(), 1);
         assert_eq!(rules[0].function, "DeploymentStatusFunction");

@@ -109,6 +109,10 @@ impl ApiError {
         ApiError::NotFound("No agent of that name in this account".to_owned())
     }
 
+    pub fn no_session() -> Self {
+        ApiError::NotFound("No session of that id for this agent".to_owned())
+    }
+
     pub fn internal(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         ApiError::Internal(Box::new(error))
     }

@@ -83,6 +83,8 @@ pub mod allow {
     pub const SECRET: &str = "DELETE";
     /// `/v1/public/{agentName}/start`: start a session.
     pub const SESSION_START: &str = "POST";
+    /// `/v1/agents/{agentName}/sessions/{sessionId}`: read, stop.
+    pub const SESSION: &str = "GET, DELETE";
 }
 
 /// A function serves one method of its path. The gateway (an `ANY` route beside the methods'
@@ -204,6 +206,12 @@ pub async fn agent_route<K: crate::auth::KeyStore>(
     let name = agent_name(request).ok_or_else(ApiError::no_agent)?;
     tracing::Span::current().record("agent", name.as_str());
     Ok((caller, name))
+}
+
+/// The session id of a request to `/v1/agents/{agentName}/sessions/{sessionId}` (404 when
+/// absent: no session has an empty id).
+pub fn session_id(request: &Request) -> Result<String, ApiError> {
+    path_parameter(request, "sessionId", 4).ok_or_else(ApiError::no_session)
 }
 
 /// The agent name of a request to `/v1/agents/{agentName}` or one of its sub-paths. `None` when

@@ -122,6 +122,22 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         "StartSessionFunction",
         Http(400, Some("GENERIC_BAD_REQUEST")),
     )],
+    &[
+        ("get-session.json", "GetSessionFunction", Http(200, None)),
+        ("stop-session.json", "StopSessionFunction", Http(200, None)),
+        // Asked once; the second is answered the same.
+        ("stop-session.json", "StopSessionFunction", Http(200, None)),
+    ],
+    &[(
+        "get-session-unknown.json",
+        "GetSessionFunction",
+        Http(404, Some("NOT_FOUND")),
+    )],
+    &[(
+        "get-session-wrong-method.json",
+        "GetSessionFunction",
+        Http(405, Some("METHOD_NOT_ALLOWED")),
+    )],
     &[(
         "get-agent-wrong-method.json",
         "GetAgentFunction",

@@ -320,6 +320,23 @@ pub fn start_request(key: &ApiKey, agent: &str, body: Option<&str>) -> Request {
         )]))
 }
 
+/// `method` on `/v1/agents/{agent}/sessions/{id}` with `key`.
+pub fn session_request(method: &str, key: &ApiKey, agent: &str, id: &str) -> Request {
+    use lambda_http::RequestExt;
+    http::Request::builder()
+        .method(method)
+        .uri(format!(
+            "https://api.example.com/v1/agents/{agent}/sessions/{id}"
+        ))
+        .header("authorization", bearer(key))
+        .body(lambda_http::Body::Empty)
+        .unwrap()
+        .with_path_parameters(std::collections::HashMap::from([
+            ("agentName".to_owned(), agent.to_owned()),
+            ("sessionId".to_owned(), id.to_owned()),
+        ]))
+}
+
 /// A session start through the start handler, answered without waiting for a report.
 pub async fn start_session(
     store: &TestStore,

@@ -184,6 +184,14 @@ fn routes_agree_across_router_template_and_openapi() {
                 "/v1/secrets/{setName}/{secretKey}".to_owned()
             ),
             ("POST".to_owned(), "/v1/public/{agentName}/start".to_owned()),
+            (
+                "GET".to_owned(),
+                "/v1/agents/{agentName}/sessions/{sessionId}".to_owned()
+            ),
+            (
+                "DELETE".to_owned(),
+                "/v1/agents/{agentName}/sessions/{sessionId}".to_owned()
+            ),
         ])
     );
 }
@@ -398,6 +406,8 @@ async fn call_function(
             let no_wait = shared::session::lifecycle::StartWait(std::time::Duration::ZERO);
             start_session::handle(s, s, s, no_wait, request).await
         }
+        "get-session" => get_session::handle(s, s, s, request).await,
+        "stop-session" => stop_session::handle(s, s, s, request).await,
         other => panic!("no HTTP function {other}"),
     }
 }

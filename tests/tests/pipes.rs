@@ -125,3 +125,102 @@ async fn each_new_deployment_and_each_deleted_agent_is_published_once_with_the_c
         keyed["deployment"]["manifest"]
     );
 }
+
+/// A session started, asked twice to stop and ended: one `Session Requested` with the start's
+/// request, one `Session Stop Requested`, and nothing for the other writes.
+#[tokio::test]
+async fn each_session_is_requested_once_and_its_stop_once() {
+    use shared::agent::AgentStore;
+    use shared::session::{SessionState, SessionStore};
+
+    let store = TestStore::new().await;
+    let (owner, key) = store.account_with_key("acme").await;
+    integration_tests::ready_agent(
+        &store,
+        &owner,
+        &key,
+        "talker",
+        json!({"image": "ghcr.io/acme/a:1"}),
+    )
+    .await;
+    let mut reader = stream::StreamReader::open(
+        stream::LocalStreams::new(&std::env::var(shared::config::DYNAMODB_ENDPOINT).unwrap()),
+        &store.agents_table,
+    )
+    .await
+    .unwrap();
+    let _creation = reader.poll().await.unwrap();
+
+    let body = r#"{"createDailyRoom": true, "dailyRoomProperties": {"exp": 1800000000},
+                   "body": {"user": "Ada"}, "transport": "daily"}"#;
+    let (status, started) = integration_tests::parts(
+        integration_tests::start_session(&store, &key, "talker", Some(body)).await,
+    );
+    assert_eq!(status, 200, "{started}");
+    let id = started["sessionId"].as_str().unwrap();
+    for _ in 0..2 {
+        let request = integration_tests::session_request("DELETE", &key, "talker", id);
+        let response =
+            stop_session::handle(&store.store, &store.store, &store.store, request).await;
+        assert_eq!(response.status(), 200);
+    }
+    let agent = store
+        .store
+        .get_agent(&owner.namespace, "talker")
+        .await
+        .unwrap()
+        .unwrap();
+    let session = store
+        .store
+        .get_session(&owner.namespace, &agent.service_id, id)
+        .await
+        .unwrap()
+        .unwrap();
+    let ended = session.ended(SessionState::Ended, "completed", "2026-11-25T11:00:00.000Z");
+    store.store.write_session(&session, &ended).await.unwrap();
+
+    let mut records = Vec::new();
+    for _ in 0..20 {
+        let batch = reader.poll().await.unwrap();
+        let empty = batch.is_empty();
+        records.extend(batch);
+        if empty && !records.is_empty() {
+            break;
+        }
+    }
+    let template =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    let (pipes, _) = pipes::from_template(&template).unwrap();
+    let mut published: Vec<Value> = Vec::new();
+    for record in &records {
+        for pipe in &pipes {
+            published.extend(pipes::publish(pipe, &record.record).unwrap());
+        }
+    }
+    let kinds: Vec<&str> = published
+        .iter()
+        .map(|event| event["detail-type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["Session Requested", "Session Stop Requested"],
+        "{records:#?}"
+    );
+
+    for event in &published {
+        let detail = &event["detail"];
+        assert_eq!(detail["namespace"], owner.namespace.as_str());
+        assert_eq!(detail["agentName"], "talker");
+        assert_eq!(detail["serviceId"], agent.service_id.as_str());
+        assert_eq!(detail["deploymentId"], started["deploymentId"]);
+        assert_eq!(detail["sessionId"], id);
+    }
+    let request = stream::untyped(&published[0]["detail"]["request"]);
+    assert_eq!(request["createDailyRoom"], true);
+    assert_eq!(request["transport"], "daily");
+    let handed: Value = serde_json::from_str(request["body"].as_str().unwrap()).unwrap();
+    assert_eq!(handed, json!({"user": "Ada"}), "the body as given");
+    let properties: Value =
+        serde_json::from_str(request["dailyRoomProperties"].as_str().unwrap()).unwrap();
+    assert_eq!(properties, json!({"exp": 1_800_000_000_u64}));
+}

@@ -1,11 +1,11 @@
-//! Session starts through the real handler on DynamoDB Local (contract section 11): under a
+//! Sessions through the real handlers on DynamoDB Local (contract section 11): starts under a
 //! public or a private key, refused as the contract says with nothing written, and counted in
-//! the agent's `activeSessionCount`.
+//! the agent's `activeSessionCount`; a session read by its id and stopped, in its account only.
 
 use integration_tests::{TestStore, parts, ready_agent, start_session};
 use serde_json::{Value, json};
 use shared::agent::AgentStore;
-use shared::auth::Principal;
+use shared::auth::{ApiKey, Principal};
 
 async fn active_sessions(store: &TestStore, caller: &Principal, agent: &str) -> u32 {
     let agent = store
@@ -177,4 +177,141 @@ async fn a_public_key_may_start_sessions_and_nothing_else() {
     let (status, answer): (u16, Value) =
         parts(get_agent::handle(&store.store, &store.store, request).await);
     assert_eq!((status, answer["code"].as_str()), (403, Some("FORBIDDEN")));
+}
+
+async fn read_session(store: &TestStore, key: &ApiKey, agent: &str, id: &str) -> (u16, Value) {
+    let request = integration_tests::session_request("GET", key, agent, id);
+    parts(get_session::handle(&store.store, &store.store, &store.store, request).await)
+}
+
+async fn stop(store: &TestStore, key: &ApiKey, agent: &str, id: &str) -> (u16, Value) {
+    let request = integration_tests::session_request("DELETE", key, agent, id);
+    parts(stop_session::handle(&store.store, &store.store, &store.store, request).await)
+}
+
+#[tokio::test]
+async fn a_started_session_reads_by_its_id_with_every_member() {
+    let store = TestStore::new().await;
+    let (caller, key) = store.account_with_key("acme").await;
+    let public = store.public_key("acme").await;
+    let created = ready_agent(
+        &store,
+        &caller,
+        &key,
+        "voice",
+        json!({"image": "ghcr.io/acme/a:1"}),
+    )
+    .await;
+    let (_, started) = parts(start_session(&store, &public, "voice", None).await);
+    let id = started["sessionId"].as_str().unwrap();
+
+    let (status, session) = read_session(&store, &key, "voice", id).await;
+    assert_eq!(status, 200, "{session}");
+    assert_eq!(session["sessionId"], id);
+    let agent = store
+        .store
+        .get_agent(&caller.namespace, "voice")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(session["serviceId"], agent.service_id.as_str());
+    assert_eq!(session["deploymentId"], created["activeDeploymentId"]);
+    assert_eq!(session["status"], "starting");
+    assert_eq!(session["endState"], "active");
+    for unknown in [
+        "endedAt",
+        "completionStatus",
+        "botStartSeconds",
+        "coldStart",
+    ] {
+        assert_eq!(
+            session[unknown],
+            Value::Null,
+            "{unknown} written out as null"
+        );
+    }
+
+    for (agent, id) in [
+        ("voice", "not-a-session"),
+        ("voice", "019ab7c2-0000-7000-8000-000000000000"),
+        ("other", id),
+    ] {
+        let (status, answer) = read_session(&store, &key, agent, id).await;
+        assert_eq!(
+            (status, answer["code"].as_str()),
+            (404, Some("NOT_FOUND")),
+            "{agent} {id}"
+        );
+    }
+    let (status, answer) = read_session(&store, &public, "voice", id).await;
+    assert_eq!((status, answer["code"].as_str()), (403, Some("FORBIDDEN")));
+}
+
+#[tokio::test]
+async fn another_account_never_reads_or_stops_a_session() {
+    let store = TestStore::new().await;
+    let (caller, key) = store.account_with_key("acme").await;
+    ready_agent(
+        &store,
+        &caller,
+        &key,
+        "voice",
+        json!({"image": "ghcr.io/acme/a:1"}),
+    )
+    .await;
+    let (_, started) = parts(start_session(&store, &key, "voice", None).await);
+    let id = started["sessionId"].as_str().unwrap();
+    let (_, theirs) = store.account_with_key("globex").await;
+    assert_eq!(read_session(&store, &theirs, "voice", id).await.0, 404);
+    assert_eq!(stop(&store, &theirs, "voice", id).await.0, 404);
+    let (_, session) = read_session(&store, &key, "voice", id).await;
+    assert_eq!(session["status"], "starting", "untouched: {session}");
+}
+
+#[tokio::test]
+async fn a_stop_is_asked_for_once_and_answered_again() {
+    use shared::session::SessionStore;
+
+    let store = TestStore::new().await;
+    let (caller, key) = store.account_with_key("acme").await;
+    ready_agent(
+        &store,
+        &caller,
+        &key,
+        "voice",
+        json!({"image": "ghcr.io/acme/a:1"}),
+    )
+    .await;
+    let (_, started) = parts(start_session(&store, &key, "voice", None).await);
+    let id = started["sessionId"].as_str().unwrap();
+    let service = store
+        .store
+        .get_agent(&caller.namespace, "voice")
+        .await
+        .unwrap()
+        .unwrap()
+        .service_id;
+
+    let (status, answer) = stop(&store, &key, "voice", id).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer, json!({"status": "terminated", "sessionId": id}));
+    let asked = store
+        .store
+        .get_session(&caller.namespace, &service, id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(asked.stop_requested_at.is_some());
+    assert!(asked.is_active(), "the data plane's report ends it");
+    assert_eq!(active_sessions(&store, &caller, "voice").await, 1);
+
+    let (status, again) = stop(&store, &key, "voice", id).await;
+    assert_eq!((status, &again), (200, &answer));
+    let unchanged = store
+        .store
+        .get_session(&caller.namespace, &service, id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(unchanged, asked, "asked once: nothing written again");
 }

@@ -97,26 +97,19 @@ mod tests {
     #[tokio::test]
     async fn a_broken_rule_is_a_400_naming_its_member_and_starts_nothing() {
         let store = shared::testing::seeded_memory_store().await;
-        let response = handle(
-            &store,
-            &store,
-            &store,
-            NO_WAIT,
-            event("start-session-invalid.json"),
-        )
-        .await;
+        let counted = || async {
+            let owner = shared::testing::session_fixtures_owner();
+            let agent = shared::testing::SESSION_FIXTURE_AGENT;
+            let agent = store.get_agent(&owner.namespace, agent).await.unwrap();
+            agent.unwrap().active_sessions
+        };
+        let before = counted().await;
+        let request = event("start-session-invalid.json");
+        let response = handle(&store, &store, &store, NO_WAIT, request).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST);
         let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
         assert_eq!(body["field"], "transport", "{body}");
-        let agent = store
-            .get_agent(
-                &shared::testing::session_fixtures_owner().namespace,
-                shared::testing::SESSION_FIXTURE_AGENT,
-            )
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(agent.active_sessions, 0);
+        assert_eq!(counted().await, before, "nothing counted");
     }
 
     fn uuid_v7(value: &Value) -> bool {

@@ -88,6 +88,8 @@ pub struct SessionRecord {
     pub request: SessionRequest,
     /// The last applied report's own time (Unix nanoseconds): an older report changes nothing.
     pub observed_at_nanos: Option<i64>,
+    /// When a stop was asked for (`DELETE`): the data plane is told once, and its report ends it.
+    pub stop_requested_at: Option<String>,
 }
 
 impl SessionRecord {
@@ -115,6 +117,7 @@ impl SessionRecord {
             connection: None,
             request,
             observed_at_nanos: None,
+            stop_requested_at: None,
         }
     }
 
@@ -125,6 +128,16 @@ impl SessionRecord {
     /// Whether writing `next` over this ends the session: it takes it out of its agent's count.
     pub fn is_ended_by(&self, next: &SessionRecord) -> bool {
         self.is_active() && !next.is_active()
+    }
+
+    /// The session with a stop asked for at `now`, at the next version.
+    pub fn stop_requested(&self, now: &str) -> Self {
+        SessionRecord {
+            version: self.version + 1,
+            updated_at: now.to_owned(),
+            stop_requested_at: Some(now.to_owned()),
+            ..self.clone()
+        }
     }
 
     /// The session ended at `now` as `state` (ended or failed) with `completion_status`, at the

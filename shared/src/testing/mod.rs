@@ -8,6 +8,10 @@ pub mod store_contract;
 use crate::agent::{AgentRecord, AgentStore, ConfigChanges, CreateOutcome};
 use crate::auth::Principal;
 use crate::error::StoreError;
+use crate::session::{
+    Connection, SessionRecord, SessionRequest, SessionState, SessionStore, SessionWrite,
+    StartOutcome,
+};
 
 /// The account the fixtures' authorizer context names for the dev agents.
 pub fn dev_owner() -> Principal {
@@ -29,6 +33,9 @@ pub fn session_fixtures_owner() -> Principal {
 /// The agent the session fixtures start sessions of: its deployment is ready.
 pub const SESSION_FIXTURE_AGENT: &str = "voice-bot";
 
+/// The session of `voice-bot` the session fixtures read and stop: started, connected.
+pub const SESSION_FIXTURE_ID: &str = "019ab7c2-4e10-7a3c-9f21-6d0e5b8c1a2f";
+
 /// The active deployment of `demo-agent` that events/ingest-logs.json's stream and
 /// events/deployment-status.json name.
 pub const DEMO_DEPLOYMENT_ID: &str = "4b1d6c0e-2f55-4c39-9d0e-8a2b9c7e1f00";
@@ -36,7 +43,9 @@ pub const DEMO_DEPLOYMENT_ID: &str = "4b1d6c0e-2f55-4c39-9d0e-8a2b9c7e1f00";
 /// The agents of the fixtures, in `dev-local`: `demo-agent` (read, reported on, logged to),
 /// `video-bot` (updated) and `old-bot` (deleted), each apart so that the fixtures can run in any
 /// order; in the session fixtures' account, `voice-bot`, ready to take sessions.
-pub async fn seed_fixture_agents<S: AgentStore>(store: &S) -> Result<Vec<AgentRecord>, StoreError> {
+pub async fn seed_fixture_agents<S: AgentStore + SessionStore>(
+    store: &S,
+) -> Result<Vec<AgentRecord>, StoreError> {
     let mut seeded = Vec::new();
     let agents = [
         (dev_owner(), "demo-agent"),
@@ -57,6 +66,10 @@ pub async fn seed_fixture_agents<S: AgentStore>(store: &S) -> Result<Vec<AgentRe
             agent.active.status.state = crate::agent::DeploymentState::Ready;
         }
         match store.create_agent(&agent, None).await? {
+            CreateOutcome::Created if name == SESSION_FIXTURE_AGENT => {
+                seed_fixture_session(store, &agent).await?;
+                seeded.push(agent);
+            }
             CreateOutcome::Created => seeded.push(agent),
             other => {
                 return Err(StoreError::Unexpected(
@@ -66,6 +79,35 @@ pub async fn seed_fixture_agents<S: AgentStore>(store: &S) -> Result<Vec<AgentRe
         }
     }
     Ok(seeded)
+}
+
+/// [`SESSION_FIXTURE_ID`], started on `agent` and reported started with a simulated address.
+async fn seed_fixture_session<S: SessionStore>(
+    store: &S,
+    agent: &AgentRecord,
+) -> Result<(), StoreError> {
+    let at = "2026-11-22T19:05:00.000Z";
+    let deployment = agent.active.deployment.id.as_str();
+    let mut session = SessionRecord::new(agent, deployment, SessionRequest::default(), at);
+    session.session_id = SESSION_FIXTURE_ID.to_owned();
+    let unexpected = |what: String| StoreError::Unexpected(what.into());
+    match store.start_session(&session).await? {
+        StartOutcome::Started => {}
+        other => return Err(unexpected(format!("seeding the session: {other:?}"))),
+    }
+    let started = SessionRecord {
+        state: SessionState::Started,
+        version: session.version + 1,
+        connection: Some(Connection {
+            ws_url: Some(format!("ws://simulated.invalid/{SESSION_FIXTURE_ID}")),
+            ..Connection::default()
+        }),
+        ..session.clone()
+    };
+    match store.write_session(&session, &started).await? {
+        SessionWrite::Written => Ok(()),
+        other => Err(unexpected(format!("seeding the session: {other:?}"))),
+    }
 }
 
 /// The event of `events/{name}`, as API Gateway hands it to a function.

@@ -47,6 +47,9 @@ pub struct SessionItem {
     pub request: SessionRequest,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_at_nanos: Option<i64>,
+    /// Its first appearance on the stream is `Session Stop Requested`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_requested_at: Option<String>,
 }
 
 impl From<&SessionRecord> for SessionItem {
@@ -71,6 +74,7 @@ impl From<&SessionRecord> for SessionItem {
             connection: session.connection.clone(),
             request: session.request.clone(),
             observed_at_nanos: session.observed_at_nanos,
+            stop_requested_at: session.stop_requested_at.clone(),
         }
     }
 }
@@ -94,6 +98,7 @@ impl From<SessionItem> for SessionRecord {
             connection: item.connection,
             request: item.request,
             observed_at_nanos: item.observed_at_nanos,
+            stop_requested_at: item.stop_requested_at,
         }
     }
 }
@@ -126,6 +131,7 @@ mod tests {
             ..Connection::default()
         });
         session.observed_at_nanos = Some(1_800_000_000_000_000_000);
+        session = session.stop_requested("2026-11-25T10:05:00.000Z");
         let item = SessionItem::from(&session);
         assert_eq!(
             item.sk,
