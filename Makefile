@@ -57,16 +57,18 @@ sam-local:
 # clone: off for the test run (make run keeps it, for cargo lambda watch's rebuilds).
 test e2e: export CARGO_INCREMENTAL := 0
 
-test: validate
-	@scripts/local.sh dynamodb-tools
-	@scripts/test.sh
+# Each step says how long it took (scripts/timed.sh): the CI log shows where the minutes go.
+test:
+	@scripts/timed.sh validate $(MAKE) --no-print-directory validate
+	@scripts/timed.sh dynamodb-tools scripts/local.sh dynamodb-tools
+	@scripts/timed.sh "fmt, clippy, cargo test" scripts/test.sh
 	@$(MAKE) --no-print-directory e2e
 
 e2e:
-	@scripts/e2e.sh watch http schemathesis
-	@scripts/e2e.sh watch backlog
-	@scripts/e2e.sh watch plaintext
-	@scripts/e2e.sh sam invoke http
+	@scripts/timed.sh "e2e watch http schemathesis" scripts/e2e.sh watch http schemathesis
+	@scripts/timed.sh "e2e watch backlog" scripts/e2e.sh watch backlog
+	@scripts/timed.sh "e2e watch plaintext" scripts/e2e.sh watch plaintext
+	@scripts/timed.sh "e2e sam invoke http" scripts/e2e.sh sam invoke http
 
 # sam and cfn-lint from PyPI, in .local/tools-venv; checkov in .local/checkov-venv, with the
 # checks docs/security.md answers skipped (.checkov.yaml): any other finding fails.
