@@ -398,11 +398,26 @@ mod tests {
             ]
         );
         assert!(pipes.iter().all(|pipe| pipe.source == "agent-hosting"));
-        assert_eq!(rules.len(), 1);
-        assert_eq!(rules[0].function, "DeploymentStatusFunction");
-        assert_eq!(rules[0].binary, "deployment-status");
-        let report =
-            json!({"source": "agent-hosting.data-plane", "detail-type": "Deployment Status"});
-        assert!(matches(&rules[0].pattern, &report).unwrap());
+        let mut ruled: Vec<(&str, &str)> = rules
+            .iter()
+            .map(|rule| (rule.function.as_str(), rule.binary.as_str()))
+            .collect();
+        ruled.sort_unstable();
+        assert_eq!(
+            ruled,
+            [
+                ("DeploymentStatusFunction", "deployment-status"),
+                ("SessionStatusFunction", "session-status")
+            ]
+        );
+        for rule in &rules {
+            for kind in ["Deployment Status", "Session Status"] {
+                let report = json!({"source": "agent-hosting.data-plane", "detail-type": kind});
+                let own = rule
+                    .binary
+                    .starts_with(&kind.to_lowercase().replace(' ', "-"));
+                assert_eq!(matches(&rule.pattern, &report).unwrap(), own, "{kind}");
+            }
+        }
     }
 }

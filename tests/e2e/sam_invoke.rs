@@ -138,6 +138,24 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         "GetSessionFunction",
         Http(405, Some("METHOD_NOT_ALLOWED")),
     )],
+    &[
+        (
+            "session-status.json",
+            "SessionStatusFunction",
+            Report("applied"),
+        ),
+        // EventBridge delivers at least once: the same report again moves nothing.
+        (
+            "session-status.json",
+            "SessionStatusFunction",
+            Report("settled"),
+        ),
+    ],
+    &[(
+        "session-status-other-account.json",
+        "SessionStatusFunction",
+        Report("unknownAgent"),
+    )],
     &[(
         "get-agent-wrong-method.json",
         "GetAgentFunction",

@@ -430,6 +430,18 @@ pub fn status_event(
     serde_json::from_value(event).expect("an EventBridge event")
 }
 
+/// A `Session Status` report through the session status function, as the rule delivers it.
+pub async fn session_report(
+    store: &TestStore,
+    detail: serde_json::Value,
+) -> shared::session::report::SessionReportOutcome {
+    let mut event = status_event(detail);
+    event.detail_type = shared::session::report::DETAIL_TYPE.to_owned();
+    session_status::handle(&store.store, &store.store, event)
+        .await
+        .unwrap()
+}
+
 /// A `Deployment Status` report through the status function, as the rule delivers it.
 pub async fn report(store: &TestStore, detail: serde_json::Value) -> shared::agent::ReportOutcome {
     deployment_status::handle(&store.store, status_event(detail))

@@ -84,15 +84,29 @@ fn latest_taken_nanos(now: OffsetDateTime) -> i128 {
     (now + MAX_OBSERVED_AHEAD).unix_timestamp_nanos()
 }
 
+/// A report's time `observed` as Unix nanoseconds, when it lies in the window reports are taken
+/// from at `now` (within it, it always fits an i64: i64 nanoseconds reach the year 2262). Every
+/// report of the data plane's (deployments', sessions') is ordered by it.
+pub fn observed_nanos(observed: OffsetDateTime, now: OffsetDateTime) -> Option<i64> {
+    let nanos = observed.unix_timestamp_nanos();
+    if observed < OLDEST_OBSERVED_AT || nanos > latest_taken_nanos(now) {
+        return None;
+    }
+    i64::try_from(nanos).ok()
+}
+
+/// Whether a report observed at `observed` is newer than the last one applied (`last`). A kept
+/// time later than any report taken at `now` can have (kept before reports had a window)
+/// orders nothing.
+pub fn is_newer(observed: i64, last: Option<i64>, now: OffsetDateTime) -> bool {
+    last.filter(|&last| i128::from(last) <= latest_taken_nanos(now))
+        .is_none_or(|last| observed > last)
+}
+
 impl StatusReport {
-    /// The report's time as Unix nanoseconds, when it lies in the window reports are taken from
-    /// at `now` (within it, it always fits an i64: i64 nanoseconds reach the year 2262).
+    /// The report's time as Unix nanoseconds, within the window ([`observed_nanos`]).
     pub fn observed_nanos(&self, now: OffsetDateTime) -> Option<i64> {
-        let nanos = self.observed_at.unix_timestamp_nanos();
-        if self.observed_at < OLDEST_OBSERVED_AT || nanos > latest_taken_nanos(now) {
-            return None;
-        }
-        i64::try_from(nanos).ok()
+        observed_nanos(self.observed_at, now)
     }
 
     fn status(&self, observed_nanos: i64) -> DeploymentStatus {
@@ -151,9 +165,7 @@ impl DeploymentStatus {
     /// later than any report taken at `now` can have (kept before reports had a window) orders
     /// nothing.
     fn is_older_than(&self, observed: i64, now: OffsetDateTime) -> bool {
-        self.observed_at_nanos
-            .filter(|&last| i128::from(last) <= latest_taken_nanos(now))
-            .is_none_or(|last| observed > last)
+        is_newer(observed, self.observed_at_nanos, now)
     }
 }
 

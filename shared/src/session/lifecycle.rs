@@ -6,9 +6,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use time::OffsetDateTime;
+
+use super::report::{SessionReport, SessionReportOutcome, Unapplied};
 use crate::ApiError;
 use crate::agent::AgentStore;
 use crate::auth::Principal;
+use crate::error::StoreError;
 use crate::races::Races;
 
 use super::{
@@ -102,6 +106,44 @@ pub async fn stop<A: AgentStore, S: SessionStore>(
                 tracing::info!(session = session_id, "session stop requested");
                 return Ok(stopping);
             }
+            SessionWrite::Conflict => races.lost().await?,
+        }
+    }
+}
+
+/// Applies the data plane's `report` to the session it names, when it is the newest report of
+/// an active session of that agent in that namespace; the outcome says why not otherwise. The
+/// write that ends a session takes it out of its agent's count in the same transaction.
+pub async fn apply_report<A: AgentStore, S: SessionStore>(
+    agents: &A,
+    sessions: &S,
+    report: &SessionReport,
+) -> Result<SessionReportOutcome, StoreError> {
+    let mut races = Races::new();
+    loop {
+        let Some(agent) = agents.get_agent(&report.namespace, &report.agent).await? else {
+            return Ok(SessionReportOutcome::UnknownAgent);
+        };
+        let id = report.session_id.as_str();
+        let session = match id.parse::<uuid::Uuid>() {
+            Ok(_) => {
+                sessions
+                    .get_session(&report.namespace, &agent.service_id, id)
+                    .await?
+            }
+            Err(_) => None,
+        };
+        let Some(session) = session else {
+            return Ok(SessionReportOutcome::UnknownSession);
+        };
+        let next = match session.apply(report, OffsetDateTime::now_utc()) {
+            Ok(next) => next,
+            Err(Unapplied::Stale) => return Ok(SessionReportOutcome::Stale),
+            Err(Unapplied::Settled) => return Ok(SessionReportOutcome::Settled),
+            Err(Unapplied::Refused) => return Ok(SessionReportOutcome::Refused),
+        };
+        match sessions.write_session(&session, &next).await? {
+            SessionWrite::Written => return Ok(SessionReportOutcome::Applied),
             SessionWrite::Conflict => races.lost().await?,
         }
     }

@@ -5,6 +5,7 @@
 mod body;
 pub mod lifecycle;
 mod record;
+pub mod report;
 mod start;
 mod store;
 mod view;
