@@ -126,6 +126,10 @@ stack_store() {
   # DynamoDB Local ignores credentials, but the SDK signs requests with some.
   export AWS_REGION=${AWS_REGION:-us-east-1}
   export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
+  # A session start waits 3 s locally for the data plane's report (10 s deployed: the
+  # SessionStartWaitSeconds parameter): long enough for the development data plane, short enough
+  # that a start it never reports on answers inside schemathesis' 10 s response limit.
+  export SESSION_START_WAIT_SECONDS=${SESSION_START_WAIT_SECONDS:-3}
   stack_admin create-tables
   stack_moto
 }
@@ -196,7 +200,7 @@ stack_watch() {
   (cd "$stack_root" && exec "$stack_root/.local/venv/bin/cargo-lambda" lambda watch --quiet \
     --target "$(stack_host_triple)" --invoke-address 127.0.0.1 --invoke-port "$port" \
     ${STACK_WATCH_IGNORE_CHANGES:+--ignore-changes} \
-    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,CURSOR_SECRET_ID=$CURSOR_SECRET_ID,SECRETS_MANAGER_ENDPOINT=$SECRETS_MANAGER_ENDPOINT,KMS_ENDPOINT=$KMS_ENDPOINT,SECRETS_KEY_ID=$SECRETS_KEY_ID" \
+    --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,CURSOR_SECRET_ID=$CURSOR_SECRET_ID,SECRETS_MANAGER_ENDPOINT=$SECRETS_MANAGER_ENDPOINT,KMS_ENDPOINT=$KMS_ENDPOINT,SECRETS_KEY_ID=$SECRETS_KEY_ID,SESSION_START_WAIT_SECONDS=$SESSION_START_WAIT_SECONDS" \
     --env-var "AWS_REGION=$AWS_REGION,AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY,RUST_LOG=${RUST_LOG:-info}") \
     >"$log" 2>&1 &
   stack_pids+=("$!")
@@ -290,7 +294,8 @@ stack_sam_env() {
 {"Parameters": {"DYNAMODB_ENDPOINT": "$STACK_CONTAINER_DYNAMODB_ENDPOINT",
   "AGENTS_TABLE": "$AGENTS_TABLE", "ACCOUNTS_TABLE": "$ACCOUNTS_TABLE", "LOGS_TABLE": "$LOGS_TABLE",
   "CURSOR_SECRET_ID": "$CURSOR_SECRET_ID", "SECRETS_MANAGER_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT",
-  "KMS_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT", "SECRETS_KEY_ID": "$SECRETS_KEY_ID"}}
+  "KMS_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT", "SECRETS_KEY_ID": "$SECRETS_KEY_ID",
+  "SESSION_START_WAIT_SECONDS": "$SESSION_START_WAIT_SECONDS"}}
 JSON
 }
 

@@ -8,6 +8,44 @@ use dev_data_plane::{pipes, stream};
 use integration_tests::{TestStore, call, create_named_agent, report, update};
 use serde_json::{Value, json};
 
+/// The agents table's stream, read from its oldest record.
+async fn stream_of(store: &TestStore) -> stream::StreamReader {
+    stream::StreamReader::open(
+        stream::LocalStreams::new(&std::env::var(shared::config::DYNAMODB_ENDPOINT).unwrap()),
+        &store.agents_table,
+    )
+    .await
+    .unwrap()
+}
+
+/// The records the stream holds past the reader's place, once it has given some and then none.
+async fn drained(reader: &mut stream::StreamReader) -> Vec<stream::StreamRecord> {
+    let mut records = Vec::new();
+    for _ in 0..20 {
+        let batch = reader.poll().await.unwrap();
+        let empty = batch.is_empty();
+        records.extend(batch);
+        if empty && !records.is_empty() {
+            break;
+        }
+    }
+    records
+}
+
+/// What template.yaml's pipes publish for the records, in order.
+fn published_by_the_template(records: &[stream::StreamRecord]) -> Vec<Value> {
+    let template =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    let (pipes, _) = pipes::from_template(&template).unwrap();
+    let mut published = Vec::new();
+    for record in records {
+        for pipe in &pipes {
+            published.extend(pipes::publish(pipe, &record.record).unwrap());
+        }
+    }
+    published
+}
+
 #[tokio::test]
 async fn each_new_deployment_and_each_deleted_agent_is_published_once_with_the_contracts_detail() {
     let store = TestStore::new().await;
@@ -49,34 +87,12 @@ async fn each_new_deployment_and_each_deleted_agent_is_published_once_with_the_c
     assert_eq!(status, 200);
 
     // Every record the table's stream holds, as the pipes read it.
-    let mut reader = stream::StreamReader::open(
-        stream::LocalStreams::new(&std::env::var(shared::config::DYNAMODB_ENDPOINT).unwrap()),
-        &store.agents_table,
-    )
-    .await
-    .unwrap();
-    let mut records = Vec::new();
-    for _ in 0..20 {
-        let batch = reader.poll().await.unwrap();
-        let empty = batch.is_empty();
-        records.extend(batch);
-        if empty && !records.is_empty() {
-            break;
-        }
-    }
+    let mut reader = stream_of(&store).await;
+    let records = drained(&mut reader).await;
     // create (agent, deployment), update (agent, deployment), keyed update (agent, deployment,
     // record), report (agent, deployment), delete (3 deployments, the record, the agent).
     assert_eq!(records.len(), 2 + 2 + 3 + 2 + 5, "{records:#?}");
-
-    let template =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
-    let (pipes, _) = pipes::from_template(&template).unwrap();
-    let mut published: Vec<Value> = Vec::new();
-    for record in &records {
-        for pipe in &pipes {
-            published.extend(pipes::publish(pipe, &record.record).unwrap());
-        }
-    }
+    let published = published_by_the_template(&records);
     let kinds: Vec<&str> = published
         .iter()
         .map(|event| event["detail-type"].as_str().unwrap())
@@ -143,12 +159,7 @@ async fn each_session_is_requested_once_and_its_stop_once() {
         json!({"image": "ghcr.io/acme/a:1"}),
     )
     .await;
-    let mut reader = stream::StreamReader::open(
-        stream::LocalStreams::new(&std::env::var(shared::config::DYNAMODB_ENDPOINT).unwrap()),
-        &store.agents_table,
-    )
-    .await
-    .unwrap();
+    let mut reader = stream_of(&store).await;
     let _creation = reader.poll().await.unwrap();
 
     let body = r#"{"createDailyRoom": true, "dailyRoomProperties": {"exp": 1800000000},
@@ -179,24 +190,8 @@ async fn each_session_is_requested_once_and_its_stop_once() {
     let ended = session.ended(SessionState::Ended, "completed", "2026-11-25T11:00:00.000Z");
     store.store.write_session(&session, &ended).await.unwrap();
 
-    let mut records = Vec::new();
-    for _ in 0..20 {
-        let batch = reader.poll().await.unwrap();
-        let empty = batch.is_empty();
-        records.extend(batch);
-        if empty && !records.is_empty() {
-            break;
-        }
-    }
-    let template =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
-    let (pipes, _) = pipes::from_template(&template).unwrap();
-    let mut published: Vec<Value> = Vec::new();
-    for record in &records {
-        for pipe in &pipes {
-            published.extend(pipes::publish(pipe, &record.record).unwrap());
-        }
-    }
+    let records = drained(&mut reader).await;
+    let published = published_by_the_template(&records);
     let kinds: Vec<&str> = published
         .iter()
         .map(|event| event["detail-type"].as_str().unwrap())
