@@ -437,7 +437,8 @@ pub async fn session_report(
 ) -> shared::session::report::SessionReportOutcome {
     let mut event = status_event(detail);
     event.detail_type = shared::session::report::DETAIL_TYPE.to_owned();
-    session_status::handle(&store.store, &store.store, event)
+    let kept = shared::session::lifecycle::SessionRetention::days(30);
+    session_status::handle(&store.store, &store.store, kept, event)
         .await
         .unwrap()
 }

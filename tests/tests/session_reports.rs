@@ -101,6 +101,31 @@ async fn reports_in_order_and_duplicated_move_a_session_once_each() {
             .ends_with("T00:00:30.000Z")
     );
     assert_eq!(count(&store, &owner, "voice").await, 0, "freed once");
+
+    use shared::session::SessionStore;
+    let service = store
+        .store
+        .get_agent(&owner.namespace, "voice")
+        .await
+        .unwrap()
+        .unwrap()
+        .service_id;
+    let kept = store
+        .store
+        .get_session(&owner.namespace, &service, &id)
+        .await
+        .unwrap()
+        .unwrap();
+    let ended_at = time::OffsetDateTime::parse(
+        session["endedAt"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    assert_eq!(
+        kept.expires_at,
+        Some((ended_at + time::Duration::days(30)).unix_timestamp()),
+        "kept as long as its log lines, then expired by the table's TTL"
+    );
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use aws_lambda_events::eventbridge::EventBridgeEvent;
 use shared::StoreError;
 use shared::agent::AgentStore;
 use shared::session::SessionStore;
-use shared::session::lifecycle;
+use shared::session::lifecycle::{self, SessionRetention};
 use shared::session::report::{DETAIL_TYPE, SessionReport, SessionReportOutcome};
 
 /// Why an event could not be applied at all.
@@ -29,6 +29,7 @@ pub enum StatusError {
 pub async fn handle<A: AgentStore, S: SessionStore>(
     agents: &A,
     sessions: &S,
+    retention: SessionRetention,
     event: EventBridgeEvent<serde_json::Value>,
 ) -> Result<SessionReportOutcome, StatusError> {
     if event.detail_type != DETAIL_TYPE {
@@ -40,7 +41,7 @@ pub async fn handle<A: AgentStore, S: SessionStore>(
     span.record("namespace", report.namespace.as_str());
     span.record("agent", report.agent.as_str());
     span.record("session", report.session_id.as_str());
-    let outcome = lifecycle::apply_report(agents, sessions, &report).await?;
+    let outcome = lifecycle::apply_report(agents, sessions, &report, retention).await?;
     match outcome {
         SessionReportOutcome::Applied => tracing::info!(state = ?report.state, "report applied"),
         dropped => tracing::warn!(outcome = ?dropped, state = ?report.state, "report dropped"),
@@ -56,6 +57,8 @@ mod tests {
     use super::*;
     use shared::testing::{SESSION_FIXTURE_AGENT, SESSION_FIXTURE_ID, session_fixtures_owner};
 
+    const KEPT: SessionRetention = SessionRetention(time::Duration::days(30));
+
     fn event(name: &str) -> EventBridgeEvent<serde_json::Value> {
         let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
@@ -69,7 +72,7 @@ mod tests {
             .agent(&owner.namespace, SESSION_FIXTURE_AGENT)
             .unwrap();
         assert_eq!(agent.active_sessions, 1);
-        let outcome = handle(&store, &store, event("session-status.json")).await;
+        let outcome = handle(&store, &store, KEPT, event("session-status.json")).await;
         assert_eq!(outcome.unwrap(), SessionReportOutcome::Applied);
         let session = store
             .get_session(&owner.namespace, &agent.service_id, SESSION_FIXTURE_ID)
@@ -77,12 +80,14 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(session.completion_status.as_deref(), Some("completed"));
+        // Observed 2026-11-22T19:10:00Z, kept 30 days.
+        assert_eq!(session.expires_at, Some(1_795_374_600 + 30 * 86_400));
         let agent = store
             .agent(&owner.namespace, SESSION_FIXTURE_AGENT)
             .unwrap();
         assert_eq!(agent.active_sessions, 0);
         // EventBridge delivers at least once: the same report again changes nothing.
-        let again = handle(&store, &store, event("session-status.json")).await;
+        let again = handle(&store, &store, KEPT, event("session-status.json")).await;
         assert_eq!(again.unwrap(), SessionReportOutcome::Settled);
         let agent = store
             .agent(&owner.namespace, SESSION_FIXTURE_AGENT)
@@ -93,9 +98,10 @@ mod tests {
     #[tokio::test]
     async fn another_account_s_report_and_a_deployment_report_change_nothing() {
         let store = shared::testing::seeded_memory_store().await;
-        let outcome = handle(&store, &store, event("session-status-other-account.json")).await;
+        let other = event("session-status-other-account.json");
+        let outcome = handle(&store, &store, KEPT, other).await;
         assert_eq!(outcome.unwrap(), SessionReportOutcome::UnknownAgent);
-        let wrong = handle(&store, &store, event("deployment-status.json")).await;
+        let wrong = handle(&store, &store, KEPT, event("deployment-status.json")).await;
         assert!(matches!(wrong, Err(StatusError::NotAReport(_))));
     }
 }

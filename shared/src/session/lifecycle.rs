@@ -111,13 +111,26 @@ pub async fn stop<A: AgentStore, S: SessionStore>(
     }
 }
 
+/// How long an ended session is kept: the account's log retention (`LogRetentionDays`), as long
+/// as the lines that name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionRetention(pub time::Duration);
+
+impl SessionRetention {
+    pub fn days(days: u32) -> Self {
+        SessionRetention(time::Duration::days(i64::from(days)))
+    }
+}
+
 /// Applies the data plane's `report` to the session it names, when it is the newest report of
 /// an active session of that agent in that namespace; the outcome says why not otherwise. The
-/// write that ends a session takes it out of its agent's count in the same transaction.
+/// write that ends a session takes it out of its agent's count in the same transaction, and
+/// sets when its item expires (`retention` after the report).
 pub async fn apply_report<A: AgentStore, S: SessionStore>(
     agents: &A,
     sessions: &S,
     report: &SessionReport,
+    retention: SessionRetention,
 ) -> Result<SessionReportOutcome, StoreError> {
     let mut races = Races::new();
     loop {
@@ -136,12 +149,15 @@ pub async fn apply_report<A: AgentStore, S: SessionStore>(
         let Some(session) = session else {
             return Ok(SessionReportOutcome::UnknownSession);
         };
-        let next = match session.apply(report, OffsetDateTime::now_utc()) {
+        let mut next = match session.apply(report, OffsetDateTime::now_utc()) {
             Ok(next) => next,
             Err(Unapplied::Stale) => return Ok(SessionReportOutcome::Stale),
             Err(Unapplied::Settled) => return Ok(SessionReportOutcome::Settled),
             Err(Unapplied::Refused) => return Ok(SessionReportOutcome::Refused),
         };
+        if !next.is_active() {
+            next.expires_at = Some((report.observed_at + retention.0).unix_timestamp());
+        }
         match sessions.write_session(&session, &next).await? {
             SessionWrite::Written => return Ok(SessionReportOutcome::Applied),
             SessionWrite::Conflict => races.lost().await?,

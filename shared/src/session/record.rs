@@ -90,6 +90,9 @@ pub struct SessionRecord {
     pub observed_at_nanos: Option<i64>,
     /// When a stop was asked for (`DELETE`): the data plane is told once, and its report ends it.
     pub stop_requested_at: Option<String>,
+    /// When its item expires (Unix seconds, the table's TTL): set as it ends, the account's log
+    /// retention after, so that an agent's history stays as long as the lines that name it.
+    pub expires_at: Option<i64>,
 }
 
 impl SessionRecord {
@@ -118,6 +121,7 @@ impl SessionRecord {
             request,
             observed_at_nanos: None,
             stop_requested_at: None,
+            expires_at: None,
         }
     }
 

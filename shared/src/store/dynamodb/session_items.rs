@@ -50,6 +50,9 @@ pub struct SessionItem {
     /// Its first appearance on the stream is `Session Stop Requested`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_requested_at: Option<String>,
+    /// The table's TTL attribute, once the session has ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
 }
 
 impl From<&SessionRecord> for SessionItem {
@@ -75,6 +78,7 @@ impl From<&SessionRecord> for SessionItem {
             request: session.request.clone(),
             observed_at_nanos: session.observed_at_nanos,
             stop_requested_at: session.stop_requested_at.clone(),
+            expires_at: session.expires_at,
         }
     }
 }
@@ -99,6 +103,7 @@ impl From<SessionItem> for SessionRecord {
             request: item.request,
             observed_at_nanos: item.observed_at_nanos,
             stop_requested_at: item.stop_requested_at,
+            expires_at: item.expires_at,
         }
     }
 }
@@ -132,6 +137,7 @@ mod tests {
         });
         session.observed_at_nanos = Some(1_800_000_000_000_000_000);
         session = session.stop_requested("2026-11-25T10:05:00.000Z");
+        session.expires_at = Some(1_800_000_000);
         let item = SessionItem::from(&session);
         assert_eq!(
             item.sk,
