@@ -152,15 +152,31 @@ pub async fn sessions<S: AgentStore + SessionStore>(store: &S) {
     );
     assert_eq!(stored(store, &ready).await.active_sessions, 2);
 
-    // An end counts the session out once, and what it connected with is gone from the store; a
-    // write of a stale read changes nothing.
-    let ended = running.ended(SessionState::Ended, "completed", "2026-11-25T10:05:00.000Z");
+    // A stop asked for is kept, and still counts.
+    let stopping = running.stop_requested("2026-11-25T10:04:00.000Z");
     assert_eq!(
-        store.write_session(&running, &ended).await.unwrap(),
+        store.write_session(&running, &stopping).await.unwrap(),
         SessionWrite::Written
     );
     assert_eq!(
-        store.write_session(&running, &ended).await.unwrap(),
+        store
+            .get_session(ns, &ready.service_id, &first.session_id)
+            .await
+            .unwrap(),
+        Some(stopping.clone())
+    );
+    assert_eq!(stored(store, &ready).await.active_sessions, 2);
+
+    // An end counts the session out once, and what it connected with is gone from the store
+    // while when it expires is kept; a write of a stale read changes nothing.
+    let mut ended = stopping.ended(SessionState::Ended, "completed", "2026-11-25T10:05:00.000Z");
+    ended.expires_at = Some(1_800_000_000);
+    assert_eq!(
+        store.write_session(&stopping, &ended).await.unwrap(),
+        SessionWrite::Written
+    );
+    assert_eq!(
+        store.write_session(&stopping, &ended).await.unwrap(),
         SessionWrite::Conflict
     );
     assert_eq!(stored(store, &ready).await.active_sessions, 1);
