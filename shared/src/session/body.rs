@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{SessionRequest, Transport};
+use super::record::{SessionRequest, Transport};
 use crate::ApiError;
 use crate::validation::JsonObject;
 

@@ -6,8 +6,8 @@
 use serde::Deserialize;
 use time::OffsetDateTime;
 
+use super::record::{Connection, SessionRecord, SessionState};
 use super::view::completion;
-use super::{Connection, SessionRecord, SessionState};
 use crate::agent::status::{is_newer, observed_nanos};
 use crate::timestamp::rfc3339_millis;
 

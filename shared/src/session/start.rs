@@ -4,7 +4,7 @@
 
 use crate::agent::AgentRecord;
 
-use super::SessionRecord;
+use super::record::SessionRecord;
 
 /// Why a start was refused; nothing was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,8 @@
 
 use std::future::Future;
 
-use super::{SessionRecord, StartRefusal};
+use super::record::SessionRecord;
+use super::start::StartRefusal;
 use crate::error::StoreError;
 
 /// The result of a start's write.
@@ -28,7 +29,7 @@ pub enum SessionWrite {
 
 pub trait SessionStore: Send + Sync {
     /// Records `session` (new, starting) and counts it among its agent's active sessions, in one
-    /// write conditioned on [`super::admits`] of the agent as stored at that moment; refused as
+    /// write conditioned on [`super::start::admits`] of the agent as stored at that moment; refused as
     /// that rule says otherwise.
     fn start_session(
         &self,

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{Connection, SessionRecord, SessionState};
+use super::record::{Connection, SessionRecord, SessionState};
 
 /// The start's answer: the session, its deployment, and what the data plane reported for
 /// connecting (nothing yet while it is `starting`).
