@@ -379,6 +379,17 @@ pub async fn ready_agent(
     created
 }
 
+/// Account `acme` on a store of its own, with a private and a public key and a ready agent
+/// `voice`: where most session tests start.
+pub async fn acme_with_voice() -> (TestStore, Principal, ApiKey, ApiKey) {
+    let store = TestStore::new().await;
+    let (owner, key) = store.account_with_key("acme").await;
+    let public = store.public_key("acme").await;
+    let image = serde_json::json!({"image": "ghcr.io/acme/a:1"});
+    ready_agent(&store, &owner, &key, "voice", image).await;
+    (store, owner, key, public)
+}
+
 /// An update of `agent` through the update handler: status and body.
 pub async fn update(
     store: &TestStore,

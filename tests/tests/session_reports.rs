@@ -3,7 +3,9 @@
 //! deleted agent. The session ends in the state the newest valid report says, its place is
 //! freed once, and nothing else changes.
 
-use integration_tests::{TestStore, parts, ready_agent, session_report, start_session};
+use integration_tests::{
+    TestStore, acme_with_voice, parts, ready_agent, session_report, start_session,
+};
 use serde_json::{Value, json};
 use shared::agent::AgentStore;
 use shared::auth::{ApiKey, Principal};
@@ -52,16 +54,7 @@ async fn outcomes(store: &TestStore, details: Vec<Value>) -> Vec<SessionReportOu
 
 #[tokio::test]
 async fn reports_in_order_and_duplicated_move_a_session_once_each() {
-    let store = TestStore::new().await;
-    let (owner, key) = store.account_with_key("acme").await;
-    ready_agent(
-        &store,
-        &owner,
-        &key,
-        "voice",
-        json!({"image": "ghcr.io/acme/a:1"}),
-    )
-    .await;
+    let (store, owner, key, _) = acme_with_voice().await;
     let id = started(&store, &key, "voice").await;
     let mut up = detail(&owner, "voice", &id, "started", 1);
     up["wsUrl"] = json!("wss://agent.example/s");
@@ -130,16 +123,7 @@ async fn reports_in_order_and_duplicated_move_a_session_once_each() {
 
 #[tokio::test]
 async fn an_end_reported_before_the_start_is_the_session_s_last_word() {
-    let store = TestStore::new().await;
-    let (owner, key) = store.account_with_key("acme").await;
-    ready_agent(
-        &store,
-        &owner,
-        &key,
-        "voice",
-        json!({"image": "ghcr.io/acme/a:1"}),
-    )
-    .await;
+    let (store, owner, key, _) = acme_with_voice().await;
     let id = started(&store, &key, "voice").await;
     let reports = vec![
         detail(&owner, "voice", &id, "ended", 9),
@@ -153,16 +137,7 @@ async fn an_end_reported_before_the_start_is_the_session_s_last_word() {
 
 #[tokio::test]
 async fn another_account_s_reports_never_reach_a_session() {
-    let store = TestStore::new().await;
-    let (owner, key) = store.account_with_key("acme").await;
-    ready_agent(
-        &store,
-        &owner,
-        &key,
-        "voice",
-        json!({"image": "ghcr.io/acme/a:1"}),
-    )
-    .await;
+    let (store, owner, key, _) = acme_with_voice().await;
     let id = started(&store, &key, "voice").await;
     let (other, other_key) = store.account_with_key("globex").await;
     let reports = vec![
@@ -191,16 +166,7 @@ async fn another_account_s_reports_never_reach_a_session() {
 
 #[tokio::test]
 async fn a_deleted_agent_s_sessions_take_no_report_and_its_successor_keeps_its_count() {
-    let store = TestStore::new().await;
-    let (owner, key) = store.account_with_key("acme").await;
-    ready_agent(
-        &store,
-        &owner,
-        &key,
-        "voice",
-        json!({"image": "ghcr.io/acme/a:1"}),
-    )
-    .await;
+    let (store, owner, key, _) = acme_with_voice().await;
     let id = started(&store, &key, "voice").await;
     let (status, _, _) = integration_tests::call(&store, &key, "DELETE", "voice", None).await;
     assert_eq!(status, 200);

@@ -2,7 +2,7 @@
 //! public or a private key, refused as the contract says with nothing written, and counted in
 //! the agent's `activeSessionCount`; a session read by its id and stopped, in its account only.
 
-use integration_tests::{TestStore, parts, ready_agent, start_session};
+use integration_tests::{TestStore, acme_with_voice, parts, ready_agent, start_session};
 use serde_json::{Value, json};
 use shared::agent::AgentStore;
 use shared::auth::{ApiKey, Principal};
@@ -97,16 +97,7 @@ async fn no_agent_is_404_and_nothing_ready_is_503_agent_not_ready() {
 
 #[tokio::test]
 async fn another_account_s_agent_is_not_found() {
-    let store = TestStore::new().await;
-    let (caller, key) = store.account_with_key("acme").await;
-    ready_agent(
-        &store,
-        &caller,
-        &key,
-        "voice",
-        json!({"image": "ghcr.io/acme/a:1"}),
-    )
-    .await;
+    let (store, caller, _, _) = acme_with_voice().await;
     store.account_with_key("globex").await;
     let theirs = store.public_key("globex").await;
     let (status, answer) = parts(start_session(&store, &theirs, "voice", None).await);
@@ -116,17 +107,7 @@ async fn another_account_s_agent_is_not_found() {
 
 #[tokio::test]
 async fn every_broken_rule_is_a_4xx_naming_its_member_and_starts_nothing() {
-    let store = TestStore::new().await;
-    let (caller, key) = store.account_with_key("acme").await;
-    let public = store.public_key("acme").await;
-    ready_agent(
-        &store,
-        &caller,
-        &key,
-        "voice",
-        json!({"image": "ghcr.io/acme/a:1"}),
-    )
-    .await;
+    let (store, caller, _, public) = acme_with_voice().await;
     let oversized_member = json!({"body": {"k": "x".repeat(48 * 1024)}}).to_string();
     let oversized_request = json!({"body": {"k": "x".repeat(64 * 1024)}}).to_string();
     let cases: [(&str, u16, Option<&str>); 9] = [
@@ -162,17 +143,7 @@ async fn every_broken_rule_is_a_4xx_naming_its_member_and_starts_nothing() {
 
 #[tokio::test]
 async fn a_public_key_may_start_sessions_and_nothing_else() {
-    let store = TestStore::new().await;
-    let (caller, key) = store.account_with_key("acme").await;
-    let public = store.public_key("acme").await;
-    ready_agent(
-        &store,
-        &caller,
-        &key,
-        "voice",
-        json!({"image": "ghcr.io/acme/a:1"}),
-    )
-    .await;
+    let (store, _, _, public) = acme_with_voice().await;
     let request = integration_tests::agent_request("GET", &public, "voice", None);
     let (status, answer): (u16, Value) =
         parts(get_agent::handle(&store.store, &store.store, request).await);
@@ -249,16 +220,7 @@ async fn a_started_session_reads_by_its_id_with_every_member() {
 
 #[tokio::test]
 async fn another_account_never_reads_or_stops_a_session() {
-    let store = TestStore::new().await;
-    let (caller, key) = store.account_with_key("acme").await;
-    ready_agent(
-        &store,
-        &caller,
-        &key,
-        "voice",
-        json!({"image": "ghcr.io/acme/a:1"}),
-    )
-    .await;
+    let (store, _, key, _) = acme_with_voice().await;
     let (_, started) = parts(start_session(&store, &key, "voice", None).await);
     let id = started["sessionId"].as_str().unwrap();
     let (_, theirs) = store.account_with_key("globex").await;
@@ -272,16 +234,7 @@ async fn another_account_never_reads_or_stops_a_session() {
 async fn a_stop_is_asked_for_once_and_answered_again() {
     use shared::session::SessionStore;
 
-    let store = TestStore::new().await;
-    let (caller, key) = store.account_with_key("acme").await;
-    ready_agent(
-        &store,
-        &caller,
-        &key,
-        "voice",
-        json!({"image": "ghcr.io/acme/a:1"}),
-    )
-    .await;
+    let (store, caller, key, _) = acme_with_voice().await;
     let (_, started) = parts(start_session(&store, &key, "voice", None).await);
     let id = started["sessionId"].as_str().unwrap();
     let service = store
