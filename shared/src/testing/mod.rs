@@ -190,3 +190,23 @@ pub async fn seed_fixture_sets<S: crate::secrets::store::SecretStore>(
     }
     Ok(())
 }
+
+/// A session of a ready agent on the in-memory store, as a start left it (for the session
+/// lifecycle's unit tests).
+#[cfg(test)]
+pub async fn started_session() -> (
+    std::sync::Arc<crate::store::memory::MemoryStore>,
+    SessionRecord,
+) {
+    let store = std::sync::Arc::new(crate::store::memory::MemoryStore::default());
+    let mut agent = crate::agent::record::tests::record();
+    agent.active.status.state = crate::agent::DeploymentState::Ready;
+    store.create_agent(&agent, None).await.unwrap();
+    let at = "2026-11-25T10:00:00.000Z";
+    let request = SessionRequest::default();
+    let session =
+        crate::session::lifecycle::start(&*store, &*store, &agent.owner, &agent.name, &request, at)
+            .await
+            .unwrap();
+    (store, session)
+}

@@ -2,8 +2,6 @@
 //! data plane (`start`), a session found and stopped (`stop`), and the data plane's reports
 //! applied (`reports`). Each write is conditioned on what was read, read again after a lost race.
 
-#[cfg(test)]
-mod fixtures;
 mod reports;
 mod start;
 mod stop;

@@ -107,8 +107,8 @@ pub async fn reported<S: SessionStore>(
 mod tests {
     use super::*;
     use crate::session::Connection;
-    use crate::session::lifecycle::fixtures::started_session;
     use crate::store::memory::MemoryStore;
+    use crate::testing::started_session;
     use std::sync::Arc;
 
     /// The data plane's report, `after` the start.

@@ -58,7 +58,7 @@ pub async fn stop<A: AgentStore, S: SessionStore>(
 mod tests {
     use super::*;
     use crate::session::SessionState;
-    use crate::session::lifecycle::fixtures::started_session;
+    use crate::testing::started_session;
 
     #[tokio::test]
     async fn a_stop_is_asked_once_and_answered_again_without_a_write() {
