@@ -85,6 +85,8 @@ pub mod allow {
     pub const SESSION_START: &str = "POST";
     /// `/v1/agents/{agentName}/sessions/{sessionId}`: read, stop.
     pub const SESSION: &str = "GET, DELETE";
+    /// `/v1/agents/{agentName}/sessions`: the list.
+    pub const SESSIONS: &str = "GET";
 }
 
 /// A function serves one method of its path. The gateway (an `ANY` route beside the methods'

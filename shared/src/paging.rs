@@ -1,9 +1,58 @@
 //! A list by name, a page at a time (agents, secret sets): `limit` and a signed `cursor`
 //! holding the page's last name, bound to the account whose list it is.
 
+use serde::Serialize;
+
 use crate::ApiError;
 use crate::cursor::{CursorFormat, CursorKey};
 use crate::validation::QueryParameters;
+
+/// A `total` counts matches exactly up to this many, and says `gte` past it (contract section
+/// 4, as Elasticsearch's result window): counting never reads past it.
+pub const TOTAL_BOUND: usize = 10_000;
+
+/// Whether `total` is the exact count of matching items or a lower bound of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Relation {
+    Eq,
+    Gte,
+}
+
+impl std::fmt::Display for Relation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Relation::Eq => "eq",
+            Relation::Gte => "gte",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Total {
+    pub value: usize,
+    pub relation: Relation,
+}
+
+impl Total {
+    pub fn exact_or_bound(count: usize, complete: bool) -> Self {
+        if count > TOTAL_BOUND {
+            Total {
+                value: TOTAL_BOUND,
+                relation: Relation::Gte,
+            }
+        } else {
+            Total {
+                value: count,
+                relation: if complete {
+                    Relation::Eq
+                } else {
+                    Relation::Gte
+                },
+            }
+        }
+    }
+}
 
 pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 100;

@@ -365,6 +365,90 @@ impl<'a> QueryParameters<'a> {
             .map(|(_, value)| *value)
             .filter(|value| !value.is_empty())
     }
+
+    /// An integer parameter within `range`, or `default` when absent; a 400 naming it with
+    /// `hint` otherwise.
+    pub fn integer(
+        &self,
+        name: &str,
+        range: std::ops::RangeInclusive<i64>,
+        default: i64,
+    ) -> Result<i64, ApiError> {
+        self.get(name)
+            .map_or(Ok(default), |value| integer(name, value, range, ""))
+    }
+
+    /// `start` (inclusive) and `end` (exclusive) parameters in Unix seconds, `end` after
+    /// `start` when both are given (contract section 4).
+    pub fn time_range(
+        &self,
+        start: &str,
+        end: &str,
+    ) -> Result<(Option<i64>, Option<i64>), ApiError> {
+        let start_time = self
+            .get(start)
+            .map(|v| unix_seconds(start, v))
+            .transpose()?;
+        let end_time = self.get(end).map(|v| unix_seconds(end, v)).transpose()?;
+        if let (Some(from), Some(until)) = (start_time, end_time)
+            && until <= from
+        {
+            return Err(ApiError::bad_request(
+                end,
+                format!(
+                    "{end} must be greater than {start} ({start} is inclusive, {end} exclusive)"
+                ),
+            ));
+        }
+        Ok((start_time, end_time))
+    }
+
+    /// An id parameter of at most [`MAX_QUERY_ID_LENGTH`] characters (matched exactly).
+    pub fn id(&self, name: &str) -> Result<Option<String>, ApiError> {
+        match self.get(name) {
+            Some(value) if value.chars().count() > MAX_QUERY_ID_LENGTH => {
+                Err(ApiError::bad_request(
+                    name,
+                    format!("{name} must be at most {MAX_QUERY_ID_LENGTH} characters"),
+                ))
+            }
+            other => Ok(other.map(str::to_owned)),
+        }
+    }
+}
+
+/// The longest id a filter takes.
+pub const MAX_QUERY_ID_LENGTH: usize = 256;
+/// The last second of year 9999: a larger value is almost surely milliseconds sent by mistake.
+pub const MAX_UNIX_SECONDS: i64 = 253_402_300_799;
+
+fn integer(
+    name: &str,
+    value: &str,
+    range: std::ops::RangeInclusive<i64>,
+    hint: &str,
+) -> Result<i64, ApiError> {
+    match value.parse::<i64>() {
+        Ok(number) if range.contains(&number) => Ok(number),
+        _ => Err(ApiError::bad_request(
+            name,
+            format!(
+                "{name} must be an integer from {} to {}{hint}",
+                range.start(),
+                range.end()
+            ),
+        )),
+    }
+}
+
+fn unix_seconds(name: &str, value: &str) -> Result<i64, ApiError> {
+    let hint = match value.parse::<i64>() {
+        Ok(number) if number > MAX_UNIX_SECONDS => {
+            "; it is Unix time in seconds, and this value looks like milliseconds (divide by 1000)"
+        }
+        _ => " (Unix time in seconds)",
+    };
+    integer(name, value, 0..=MAX_UNIX_SECONDS, hint)
 }
 
 #[cfg(test)]

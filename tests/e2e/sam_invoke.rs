@@ -30,6 +30,8 @@ enum Expect {
     Stored(usize),
     /// The status function's outcome.
     Report(&'static str),
+    /// The sweeper's: sessions it ended.
+    Swept(usize),
 }
 
 use Expect::*;
@@ -106,39 +108,20 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         "GetAgentFunction",
         Http(403, Some("FORBIDDEN")),
     )],
-    &[(
-        "start-session.json",
-        "StartSessionFunction",
-        // Nothing reports under `sam local invoke`: the start answers once its wait passed.
-        Http(200, None),
-    )],
-    &[(
-        "start-session-not-ready.json",
-        "StartSessionFunction",
-        Http(503, Some("AGENT_NOT_READY")),
-    )],
-    &[(
-        "start-session-invalid.json",
-        "StartSessionFunction",
-        Http(400, Some("GENERIC_BAD_REQUEST")),
-    )],
+    // The session fixtures' agent, in order: a start (nothing reports under `sam local invoke`:
+    // it answers `starting` once its wait passed), the seeded session read, stopped twice and
+    // ended by a report delivered twice; then a sweep ahead of every deadline ends what is left
+    // active: the start's session, still starting.
     &[
+        (
+            "start-session.json",
+            "StartSessionFunction",
+            Http(200, None),
+        ),
         ("get-session.json", "GetSessionFunction", Http(200, None)),
         ("stop-session.json", "StopSessionFunction", Http(200, None)),
         // Asked once; the second is answered the same.
         ("stop-session.json", "StopSessionFunction", Http(200, None)),
-    ],
-    &[(
-        "get-session-unknown.json",
-        "GetSessionFunction",
-        Http(404, Some("NOT_FOUND")),
-    )],
-    &[(
-        "get-session-wrong-method.json",
-        "GetSessionFunction",
-        Http(405, Some("METHOD_NOT_ALLOWED")),
-    )],
-    &[
         (
             "session-status.json",
             "SessionStatusFunction",
@@ -150,7 +133,43 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
             "SessionStatusFunction",
             Report("settled"),
         ),
+        ("session-sweeper.json", "SessionSweeperFunction", Swept(1)),
     ],
+    &[(
+        "start-session-not-ready.json",
+        "StartSessionFunction",
+        Http(503, Some("AGENT_NOT_READY")),
+    )],
+    &[(
+        "start-session-invalid.json",
+        "StartSessionFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[(
+        "get-session-unknown.json",
+        "GetSessionFunction",
+        Http(404, Some("NOT_FOUND")),
+    )],
+    &[(
+        "get-session-wrong-method.json",
+        "GetSessionFunction",
+        Http(405, Some("METHOD_NOT_ALLOWED")),
+    )],
+    &[(
+        "list-sessions.json",
+        "ListSessionsFunction",
+        Http(200, None),
+    )],
+    &[(
+        "list-sessions-bad-filter.json",
+        "ListSessionsFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[(
+        "list-sessions-wrong-method.json",
+        "ListSessionsFunction",
+        Http(405, Some("METHOD_NOT_ALLOWED")),
+    )],
     &[(
         "session-status-other-account.json",
         "SessionStatusFunction",
@@ -424,6 +443,10 @@ fn check(answer: &Value, expect: Expect) -> Result<(), String> {
         Report(outcome) => match *answer == json!(outcome) {
             true => Ok(()),
             false => fail(&format!("the outcome {outcome}")),
+        },
+        Swept(ended) => match answer["ended"] == ended {
+            true => Ok(()),
+            false => fail(&format!("{ended} sessions ended")),
         },
     }
 }

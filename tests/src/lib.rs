@@ -420,7 +420,10 @@ pub async fn call(
         }
         ("GET", _) => get_agent::handle(s, s, request).await,
         ("POST", _) => update_agent::handle(s, s, request).await,
-        ("DELETE", _) => delete_agent::handle(s, s, request).await,
+        ("DELETE", _) => {
+            let retention = shared::session::lifecycle::SessionRetention::days(30);
+            delete_agent::handle(s, s, s, retention, request).await
+        }
         (other, _) => panic!("no function serves {other}"),
     };
     let headers = response.headers().clone();

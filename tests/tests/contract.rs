@@ -186,6 +186,10 @@ fn routes_agree_across_router_template_and_openapi() {
             ("POST".to_owned(), "/v1/public/{agentName}/start".to_owned()),
             (
                 "GET".to_owned(),
+                "/v1/agents/{agentName}/sessions".to_owned()
+            ),
+            (
+                "GET".to_owned(),
                 "/v1/agents/{agentName}/sessions/{sessionId}".to_owned()
             ),
             (
@@ -389,7 +393,10 @@ async fn call_function(
         "list-agents" => list_agents::handle(s, s, &integration_tests::CURSOR_KEY, request).await,
         "get-agent" => get_agent::handle(s, s, request).await,
         "update-agent" => update_agent::handle(s, s, request).await,
-        "delete-agent" => delete_agent::handle(s, s, request).await,
+        "delete-agent" => {
+            let retention = shared::session::lifecycle::SessionRetention::days(30);
+            delete_agent::handle(s, s, s, retention, request).await
+        }
         "agent-logs" => agent_logs::handle(s, s, s, settings, request).await,
         "put-secret-set" => {
             let kms = shared::testing::data_keys::FakeKms::default();
@@ -408,6 +415,9 @@ async fn call_function(
         }
         "get-session" => get_session::handle(s, s, s, request).await,
         "stop-session" => stop_session::handle(s, s, s, request).await,
+        "list-sessions" => {
+            list_sessions::handle(s, s, s, &integration_tests::CURSOR_KEY, request).await
+        }
         other => panic!("no HTTP function {other}"),
     }
 }

@@ -4,10 +4,11 @@
 use integration_tests::template::{function_grants, reference, resources_of_type, template};
 use serde_yaml::Value as Yaml;
 
-const PAGED_FUNCTIONS: [&str; 3] = [
+const PAGED_FUNCTIONS: [&str; 4] = [
     "AgentLogsFunction",
     "ListAgentsFunction",
     "ListSecretSetsFunction",
+    "ListSessionsFunction",
 ];
 
 #[test]

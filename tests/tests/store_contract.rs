@@ -35,3 +35,9 @@ async fn sessions_on_the_memory_store_and_dynamodb_local() {
     store_contract::sessions(&MemoryStore::default()).await;
     store_contract::sessions(&TestStore::new().await.store).await;
 }
+
+#[tokio::test]
+async fn session_reads_and_ends_on_both_stores() {
+    store_contract::session_reads(&MemoryStore::default()).await;
+    store_contract::session_reads(&TestStore::new().await.store).await;
+}

@@ -11,7 +11,6 @@ use shared::auth::KeyStore;
 use shared::http::allow;
 use shared::session::lifecycle::{self, StartWait};
 use shared::session::{SessionRecord, SessionStore, StartAnswer};
-use shared::timestamp::now_rfc3339_millis;
 
 pub async fn handle<A: AgentStore, S: SessionStore, K: KeyStore>(
     agents: &A,
@@ -46,9 +45,8 @@ async fn start_session<A: AgentStore, S: SessionStore, K: KeyStore>(
         false => Some(shared::http::request_json(request)?),
     };
     let start = shared::session::start_request(body)?;
-    let now = now_rfc3339_millis();
-    let session =
-        lifecycle::start(agents, sessions, &caller.principal, &name, &start, &now).await?;
+    let now = time::OffsetDateTime::now_utc();
+    let session = lifecycle::start(agents, sessions, &caller.principal, &name, &start, now).await?;
     lifecycle::reported(sessions, session, wait).await
 }
 

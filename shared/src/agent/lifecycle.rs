@@ -236,12 +236,13 @@ pub async fn update<S: AgentStore>(
     }
 }
 
-/// DELETE /v1/agents/{name}: the agent, its deployments and its idempotency records.
+/// DELETE /v1/agents/{name}: the agent, its deployments and its idempotency records; the agent
+/// as it was.
 pub async fn delete<S: AgentStore>(
     store: &S,
     caller: &Principal,
     name: &str,
-) -> Result<(), ApiError> {
+) -> Result<AgentRecord, ApiError> {
     let mut races = Races::new();
     loop {
         let current = store
@@ -251,7 +252,7 @@ pub async fn delete<S: AgentStore>(
         match store.delete_agent(&current).await? {
             WriteOutcome::Written => {
                 tracing::info!(service_id = %current.service_id, "agent deleted");
-                return Ok(());
+                return Ok(current);
             }
             WriteOutcome::Conflict | WriteOutcome::KeyUsed(_) => races.lost().await?,
             WriteOutcome::NoSuchSet(_) => return Err(names_no_set().into()),

@@ -10,11 +10,9 @@ pub const DEFAULT_LIMIT: usize = 10;
 pub const MAX_LIMIT: usize = 1000;
 /// offset + limit may not exceed this (Elasticsearch's result window), nor does `total` count
 /// past it.
-pub const RESULT_WINDOW: usize = 10_000;
+pub const RESULT_WINDOW: usize = crate::paging::TOTAL_BOUND;
 pub const MAX_QUERY_LENGTH: usize = 256;
-pub const MAX_ID_LENGTH: usize = 256;
-/// The last second of year 9999: a larger value is almost surely milliseconds sent by mistake.
-pub const MAX_UNIX_SECONDS: i64 = 253_402_300_799;
+pub use crate::validation::{MAX_QUERY_ID_LENGTH as MAX_ID_LENGTH, MAX_UNIX_SECONDS};
 /// Lines a text query may read per call; past it, `total` says `gte` and a cursor continues.
 /// Lines are read in compressed chunks, a fifth of their size or less, so ten times the
 /// result window costs about what 10,000 uncompressed lines would (docs/logs.md).
@@ -55,35 +53,6 @@ pub const PARAMETERS: &[&str] = &[
     "cursor",
 ];
 
-fn integer(
-    name: &str,
-    value: &str,
-    range: std::ops::RangeInclusive<i64>,
-    hint: &str,
-) -> Result<i64, ApiError> {
-    match value.parse::<i64>() {
-        Ok(number) if range.contains(&number) => Ok(number),
-        _ => Err(ApiError::bad_request(
-            name,
-            format!(
-                "{name} must be an integer from {} to {}{hint}",
-                range.start(),
-                range.end()
-            ),
-        )),
-    }
-}
-
-fn unix_seconds(name: &str, value: &str) -> Result<i64, ApiError> {
-    let hint = match value.parse::<i64>() {
-        Ok(number) if number > MAX_UNIX_SECONDS => {
-            "; it is Unix time in seconds, and this value looks like milliseconds (divide by 1000)"
-        }
-        _ => " (Unix time in seconds)",
-    };
-    integer(name, value, 0..=MAX_UNIX_SECONDS, hint)
-}
-
 impl LogQuery {
     /// Reads the parameters. An empty value is the same as an absent parameter; an unknown or
     /// repeated parameter is a 400 naming it (a filter is never silently dropped).
@@ -93,14 +62,8 @@ impl LogQuery {
         let params = QueryParameters::read(params, PARAMETERS)?;
         let get = |name: &str| params.get(name);
 
-        let limit = match get("limit") {
-            None => DEFAULT_LIMIT,
-            Some(value) => integer("limit", value, 1..=MAX_LIMIT as i64, "")? as usize,
-        };
-        let offset = match get("offset") {
-            None => 0,
-            Some(value) => integer("offset", value, 0..=RESULT_WINDOW as i64, "")? as usize,
-        };
+        let limit = params.integer("limit", 1..=MAX_LIMIT as i64, DEFAULT_LIMIT as i64)? as usize;
+        let offset = params.integer("offset", 0..=RESULT_WINDOW as i64, 0)? as usize;
         if offset + limit > RESULT_WINDOW {
             return Err(ApiError::bad_request(
                 "offset",
@@ -114,31 +77,9 @@ impl LogQuery {
             Some("asc") => Order::Asc,
             Some(_) => return Err(ApiError::bad_request("order", "order must be asc or desc")),
         };
-        let start_time = get("startTime")
-            .map(|v| unix_seconds("startTime", v))
-            .transpose()?;
-        let end_time = get("endTime")
-            .map(|v| unix_seconds("endTime", v))
-            .transpose()?;
-        if let (Some(start), Some(end)) = (start_time, end_time)
-            && end <= start
-        {
-            return Err(ApiError::bad_request(
-                "endTime",
-                "endTime must be greater than startTime (startTime is inclusive, endTime exclusive)",
-            ));
-        }
-        let id = |name: &str| -> Result<Option<String>, ApiError> {
-            match get(name) {
-                Some(value) if value.chars().count() > MAX_ID_LENGTH => Err(ApiError::bad_request(
-                    name,
-                    format!("{name} must be at most {MAX_ID_LENGTH} characters"),
-                )),
-                other => Ok(other.map(str::to_owned)),
-            }
-        };
-        let deployment_id = id("deploymentId")?;
-        let session_id = id("sessionId")?;
+        let (start_time, end_time) = params.time_range("startTime", "endTime")?;
+        let deployment_id = params.id("deploymentId")?;
+        let session_id = params.id("sessionId")?;
         let query = match get("query") {
             Some(text) if text.chars().count() > MAX_QUERY_LENGTH => {
                 return Err(ApiError::bad_request(

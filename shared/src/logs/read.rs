@@ -132,48 +132,7 @@ async fn page_pass<S: LogStore>(
     scan(lines, filter, limits).await
 }
 
-/// Whether `total` is the exact count of matching lines or a lower bound of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Relation {
-    Eq,
-    Gte,
-}
-
-impl std::fmt::Display for Relation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Relation::Eq => "eq",
-            Relation::Gte => "gte",
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Total {
-    pub value: usize,
-    pub relation: Relation,
-}
-
-impl Total {
-    pub fn exact_or_bound(count: usize, complete: bool) -> Self {
-        if count > RESULT_WINDOW {
-            Total {
-                value: RESULT_WINDOW,
-                relation: Relation::Gte,
-            }
-        } else {
-            Total {
-                value: count,
-                relation: if complete {
-                    Relation::Eq
-                } else {
-                    Relation::Gte
-                },
-            }
-        }
-    }
-}
+pub use crate::paging::{Relation, Total};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -4,6 +4,7 @@
 
 mod body;
 pub mod lifecycle;
+pub mod listing;
 mod record;
 pub mod report;
 mod start;
@@ -11,7 +12,13 @@ mod store;
 mod view;
 
 pub use body::{MAX_SESSION_BODY_BYTES, start_request};
-pub use record::{Connection, SessionRecord, SessionRequest, SessionState, Transport};
+pub use record::{
+    Connection, EXPIRY_GRACE, START_TIMEOUT, SessionRecord, SessionRequest, SessionState,
+    Transport, completion, session_id_at, session_id_floor,
+};
 pub use start::{StartRefusal, admits, serving_deployment};
-pub use store::{SessionStore, SessionWrite, StartOutcome};
-pub use view::{EndState, SessionView, StartAnswer, completion};
+pub use store::{
+    SessionKey, SessionStore, SessionSummary, SessionWrite, StartOutcome, StartedWithin,
+    SummaryChunk,
+};
+pub use view::{EndState, SessionView, StartAnswer};

@@ -3,8 +3,16 @@
 //! (or the control plane, at a deadline) ends it.
 
 use serde::{Deserialize, Serialize};
+use time::{Duration, OffsetDateTime};
 
 use crate::agent::AgentRecord;
+use crate::timestamp::rfc3339_millis;
+
+/// A session still `starting` this long after its start has failed (`startTimeout`).
+pub const START_TIMEOUT: Duration = Duration::minutes(2);
+/// A started session never reported ended is ended (`expired`) this long after its
+/// `maxSessionDuration` has passed.
+pub const EXPIRY_GRACE: Duration = Duration::minutes(5);
 
 /// Where a session is in its life. `starting` and `started` are active: they count against the
 /// agent's `maxReplicas`.
@@ -21,6 +29,22 @@ impl SessionState {
     pub fn is_active(self) -> bool {
         matches!(self, SessionState::Starting | SessionState::Started)
     }
+}
+
+/// The completion statuses the control plane gives itself.
+pub mod completion {
+    /// Ended, the data plane giving no status of its own.
+    pub const COMPLETED: &str = "completed";
+    /// Failed, the data plane giving no status of its own.
+    pub const AGENT_ERROR: &str = "agentError";
+    /// Stopped on request with no status of the data plane's.
+    pub const TERMINATED: &str = "terminated";
+    /// Never reported ended: ended at `maxSessionDuration` plus the grace.
+    pub const EXPIRED: &str = "expired";
+    /// Still `starting` two minutes after its start.
+    pub const START_TIMEOUT: &str = "startTimeout";
+    /// Its agent was deleted.
+    pub const AGENT_DELETED: &str = "agentDeleted";
 }
 
 /// The transport a start asks the data plane for.
@@ -93,26 +117,36 @@ pub struct SessionRecord {
     /// When its item expires (Unix seconds, the table's TTL): set as it ends, the account's log
     /// retention after, so that an agent's history stays as long as the lines that name it.
     pub expires_at: Option<i64>,
+    /// The agent's `maxSessionDuration` when it started, in seconds.
+    pub max_duration_seconds: u32,
+    /// When the data plane reported it started.
+    pub started_at: Option<String>,
+    /// While it is active, when the control plane ends it if the data plane has not (Unix
+    /// seconds): [`START_TIMEOUT`] after its start while starting, its maximum duration and
+    /// [`EXPIRY_GRACE`] after it started once started.
+    pub deadline: Option<i64>,
 }
 
 impl SessionRecord {
-    /// A new session of `agent`'s service on `deployment_id`, starting.
+    /// A new session of `agent`'s service on `deployment_id`, starting at `now` (its id is a
+    /// UUIDv7 of that instant).
     pub fn new(
         agent: &AgentRecord,
         deployment_id: &str,
         request: SessionRequest,
-        now: &str,
+        now: OffsetDateTime,
     ) -> Self {
+        let created_at = rfc3339_millis(now);
         SessionRecord {
             namespace: agent.owner.namespace.clone(),
             agent_name: agent.name.clone(),
             service_id: agent.service_id.clone(),
-            session_id: uuid::Uuid::now_v7().to_string(),
+            session_id: session_id_at(now),
             deployment_id: deployment_id.to_owned(),
             state: SessionState::Starting,
             version: 1,
-            created_at: now.to_owned(),
-            updated_at: now.to_owned(),
+            created_at: created_at.clone(),
+            updated_at: created_at,
             ended_at: None,
             completion_status: None,
             bot_start_seconds: None,
@@ -122,6 +156,9 @@ impl SessionRecord {
             observed_at_nanos: None,
             stop_requested_at: None,
             expires_at: None,
+            max_duration_seconds: agent.config().max_session_duration,
+            started_at: None,
+            deadline: Some((now + START_TIMEOUT).unix_timestamp()),
         }
     }
 
@@ -144,8 +181,30 @@ impl SessionRecord {
         }
     }
 
+    /// The session started at `at` (the data plane's report), connected with `connection`, at
+    /// the next version: due to end by its maximum duration and the grace. The start's request
+    /// is dropped: the data plane has it, and it may hold what the end user's client sent.
+    /// A second `started` report changes what to connect with, not when it started.
+    pub fn started(&self, connection: Connection, at: OffsetDateTime) -> Self {
+        let ends_by = at + Duration::seconds(i64::from(self.max_duration_seconds)) + EXPIRY_GRACE;
+        let (started_at, deadline) = match (&self.started_at, self.state) {
+            (Some(started_at), SessionState::Started) => (started_at.clone(), self.deadline),
+            _ => (rfc3339_millis(at), Some(ends_by.unix_timestamp())),
+        };
+        SessionRecord {
+            state: SessionState::Started,
+            version: self.version + 1,
+            updated_at: rfc3339_millis(at),
+            started_at: Some(started_at),
+            connection: Some(connection),
+            request: SessionRequest::default(),
+            deadline,
+            ..self.clone()
+        }
+    }
+
     /// The session ended at `now` as `state` (ended or failed) with `completion_status`, at the
-    /// next version; what it was given to connect with is dropped.
+    /// next version; what it was given to connect with, and the start's request, are dropped.
     pub fn ended(&self, state: SessionState, completion_status: &str, now: &str) -> Self {
         SessionRecord {
             state,
@@ -154,7 +213,50 @@ impl SessionRecord {
             ended_at: Some(now.to_owned()),
             completion_status: Some(completion_status.to_owned()),
             connection: None,
+            request: SessionRequest::default(),
+            deadline: None,
             ..self.clone()
         }
     }
+
+    /// The session as the control plane ends it at `now` when its deadline has passed without
+    /// the data plane's word: failed (`startTimeout`) while starting, ended (`expired`) once
+    /// started. `None` while it is within its deadline, or no longer active.
+    pub fn overdue(&self, now: OffsetDateTime) -> Option<Self> {
+        let deadline = self.deadline.filter(|_| self.is_active())?;
+        if now.unix_timestamp() < deadline {
+            return None;
+        }
+        let at = rfc3339_millis(now);
+        Some(match self.state {
+            SessionState::Starting => {
+                self.ended(SessionState::Failed, completion::START_TIMEOUT, &at)
+            }
+            _ => self.ended(SessionState::Ended, completion::EXPIRED, &at),
+        })
+    }
+}
+
+/// A UUIDv7 of `at`: session ids sort by the millisecond their session started in, so that a
+/// time range of an agent's sessions is a range of its keys (within one millisecond, the random
+/// bits order them).
+pub fn session_id_at(at: OffsetDateTime) -> String {
+    let millis = u64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+    let timestamp = uuid::Timestamp::from_unix(
+        uuid::NoContext,
+        millis / 1_000,
+        u32::try_from(millis % 1_000).unwrap_or(0) * 1_000_000,
+    );
+    uuid::Uuid::new_v7(timestamp).to_string()
+}
+
+/// The first key of a session id at or after `unix_seconds`: the 48-bit millisecond prefix of
+/// a UUIDv7, as its text begins (`xxxxxxxx-xxxx`). Every id of that second or later sorts at or
+/// after it; every earlier one before.
+pub fn session_id_floor(unix_seconds: i64) -> String {
+    let millis = u64::try_from(unix_seconds)
+        .unwrap_or(0)
+        .saturating_mul(1_000);
+    let hex = format!("{:012x}", millis & 0xffff_ffff_ffff);
+    format!("{}-{}", &hex[..8], &hex[8..])
 }

@@ -6,8 +6,8 @@
 use serde::Deserialize;
 use time::OffsetDateTime;
 
+use super::record::completion;
 use super::record::{Connection, SessionRecord, SessionState};
-use super::view::completion;
 use crate::agent::status::{is_newer, observed_nanos};
 use crate::timestamp::rfc3339_millis;
 
@@ -122,21 +122,15 @@ impl SessionRecord {
         if !is_newer(observed, self.observed_at_nanos, now) {
             return Err(Unapplied::Stale);
         }
-        let at = rfc3339_millis(report.observed_at);
         let mut next = match report.state() {
-            SessionState::Started => SessionRecord {
-                state: SessionState::Started,
-                version: self.version + 1,
-                updated_at: at,
-                connection: Some(report.connection.clone()),
-                ..self.clone()
-            },
+            SessionState::Started => self.started(report.connection.clone(), report.observed_at),
             ended => {
+                let at = rfc3339_millis(report.observed_at);
                 let completion_status = report.completion_status.clone().unwrap_or_else(|| {
                     match (ended, &self.stop_requested_at) {
-                        (SessionState::Failed, _) => "agentError",
+                        (SessionState::Failed, _) => completion::AGENT_ERROR,
                         (_, Some(_)) => completion::TERMINATED,
-                        _ => "completed",
+                        _ => completion::COMPLETED,
                     }
                     .to_owned()
                 });
@@ -165,7 +159,7 @@ mod tests {
             &agent,
             "dep-1",
             SessionRequest::default(),
-            "2026-11-25T09:59:00.000Z",
+            datetime!(2026-11-25 09:59 UTC),
         )
     }
 

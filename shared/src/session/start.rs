@@ -56,7 +56,7 @@ mod tests {
     use crate::session::SessionRequest;
 
     fn session_of(agent: &AgentRecord, deployment_id: &str) -> SessionRecord {
-        let at = "2026-11-25T10:00:00.000Z";
+        let at = time::macros::datetime!(2026-11-25 10:00 UTC);
         SessionRecord::new(agent, deployment_id, SessionRequest::default(), at)
     }
 

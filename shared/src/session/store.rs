@@ -3,9 +3,55 @@
 
 use std::future::Future;
 
-use super::record::SessionRecord;
+use super::record::{SessionRecord, SessionState};
 use super::start::StartRefusal;
 use crate::error::StoreError;
+
+/// The sessions of an agent that started within a stretch of time: `from` inclusive, `until`
+/// exclusive, in Unix seconds (ids are UUIDv7s of their start, so this is a range of keys).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StartedWithin {
+    pub from: Option<i64>,
+    pub until: Option<i64>,
+}
+
+/// What a list reads of each session to filter and count it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    pub session_id: String,
+    pub deployment_id: String,
+    pub state: SessionState,
+    pub completion_status: Option<String>,
+    pub started_at: Option<String>,
+}
+
+impl From<&SessionRecord> for SessionSummary {
+    fn from(session: &SessionRecord) -> Self {
+        SessionSummary {
+            session_id: session.session_id.clone(),
+            deployment_id: session.deployment_id.clone(),
+            state: session.state,
+            completion_status: session.completion_status.clone(),
+            started_at: session.started_at.clone(),
+        }
+    }
+}
+
+/// One read of an agent's sessions, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SummaryChunk {
+    pub summaries: Vec<SessionSummary>,
+    /// Whether older sessions follow (read them before the last id of this chunk).
+    pub more: bool,
+}
+
+/// Where a session is kept: what the deadlines index gives back.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionKey {
+    pub namespace: String,
+    pub service_id: String,
+    pub session_id: String,
+}
 
 /// The result of a start's write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +89,33 @@ pub trait SessionStore: Send + Sync {
         service_id: &str,
         session_id: &str,
     ) -> impl Future<Output = Result<Option<SessionRecord>, StoreError>> + Send;
+
+    /// Sessions of the agent's service that started `within`, newest first, older than the
+    /// session `before` when given: as many as one read of the store returns (DynamoDB: 1 MB).
+    fn session_summaries(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        within: StartedWithin,
+        before: Option<&str>,
+    ) -> impl Future<Output = Result<SummaryChunk, StoreError>> + Send;
+
+    /// The sessions of the agent's service with these ids (at most 100), in no order; an id
+    /// with no session is left out.
+    fn get_sessions(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        session_ids: &[String],
+    ) -> impl Future<Output = Result<Vec<SessionRecord>, StoreError>> + Send;
+
+    /// Active sessions, of any account, whose deadline is at or before `now` (Unix seconds): at
+    /// most `max`, the most overdue first where the store can tell.
+    fn overdue_sessions(
+        &self,
+        now: i64,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<SessionKey>, StoreError>> + Send;
 
     /// Writes `next` over `read` (the session as read), conditioned on its version. When `next`
     /// ends it ([`SessionRecord::is_ended_by`]), the same write takes it out of its agent's

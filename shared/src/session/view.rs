@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-use super::record::{Connection, SessionRecord, SessionState};
+use super::record::{Connection, SessionRecord, SessionState, completion};
+use super::store::SessionSummary;
 
 /// The start's answer: the session, its deployment, and what the data plane reported for
 /// connecting (nothing yet while it is `starting`).
@@ -88,35 +89,65 @@ impl<'a> SessionView<'a> {
 pub enum EndState {
     Active,
     Completed,
+    EndedBeforeAgentStart,
     AgentStartTimeout,
     Terminated,
     AgentError,
     Unknown,
 }
 
-/// The completion statuses the control plane gives itself.
-pub mod completion {
-    /// Stopped on request with no status of the data plane's.
-    pub const TERMINATED: &str = "terminated";
-    /// Never reported ended: ended at `maxSessionDuration` plus the grace.
-    pub const EXPIRED: &str = "expired";
-    /// Still `starting` two minutes after its start.
-    pub const START_TIMEOUT: &str = "startTimeout";
-    /// Its agent was deleted.
-    pub const AGENT_DELETED: &str = "agentDeleted";
-}
-
 impl EndState {
+    pub const ALL: [EndState; 7] = [
+        EndState::Active,
+        EndState::Completed,
+        EndState::EndedBeforeAgentStart,
+        EndState::AgentStartTimeout,
+        EndState::Terminated,
+        EndState::AgentError,
+        EndState::Unknown,
+    ];
+
     pub fn of(session: &SessionRecord) -> Self {
-        match (session.state, session.completion_status.as_deref()) {
+        EndState::of_parts(
+            session.state,
+            session.completion_status.as_deref(),
+            session.started_at.is_some(),
+        )
+    }
+
+    /// The end state of a session as a list reads it.
+    pub fn of_summary(session: &SessionSummary) -> Self {
+        EndState::of_parts(
+            session.state,
+            session.completion_status.as_deref(),
+            session.started_at.is_some(),
+        )
+    }
+
+    fn of_parts(state: SessionState, completion_status: Option<&str>, started: bool) -> Self {
+        match (state, completion_status) {
             (SessionState::Starting | SessionState::Started, _) => EndState::Active,
             (SessionState::Failed, Some(completion::START_TIMEOUT)) => EndState::AgentStartTimeout,
             (SessionState::Failed, _) => EndState::AgentError,
+            (SessionState::Ended, Some(completion::EXPIRED)) => EndState::Unknown,
+            (SessionState::Ended, _) if !started => EndState::EndedBeforeAgentStart,
             (SessionState::Ended, Some(completion::TERMINATED | completion::AGENT_DELETED)) => {
                 EndState::Terminated
             }
-            (SessionState::Ended, Some(completion::EXPIRED)) => EndState::Unknown,
             (SessionState::Ended, _) => EndState::Completed,
+        }
+    }
+
+    /// The CLI's word for it (`--end-state`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndState::Active => "active",
+            EndState::Completed => "completed",
+            EndState::EndedBeforeAgentStart => "ended_before_agent_start",
+            EndState::AgentStartTimeout => "agent_start_timeout",
+            EndState::Terminated => "terminated",
+            EndState::AgentError => "agent_error",
+            EndState::Unknown => "unknown",
         }
     }
 }
@@ -133,7 +164,7 @@ mod tests {
             &agent,
             "dep-1",
             SessionRequest::default(),
-            "2026-11-25T10:00:00.000Z",
+            time::macros::datetime!(2026-11-25 10:00 UTC),
         )
     }
 
@@ -187,7 +218,15 @@ mod tests {
 
     #[test]
     fn end_states_speak_the_cli_s_vocabulary() {
-        let session = session();
+        for state in EndState::ALL {
+            assert_eq!(serde_json::to_value(state).unwrap(), state.as_str());
+        }
+        let never_started = session();
+        assert_eq!(
+            EndState::of(&never_started.ended(SessionState::Ended, completion::TERMINATED, "t")),
+            EndState::EndedBeforeAgentStart
+        );
+        let session = never_started.started(Connection::default(), time::OffsetDateTime::now_utc());
         let ended = |state, status| EndState::of(&session.ended(state, status, "t"));
         assert_eq!(EndState::of(&session), EndState::Active);
         assert_eq!(ended(SessionState::Ended, "completed"), EndState::Completed);

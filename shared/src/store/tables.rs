@@ -20,28 +20,59 @@ pub struct TableSpec {
     pub partition_key: &'static str,
     pub sort_key: &'static str,
     pub ttl_attribute: Option<&'static str>,
-    /// Global secondary indexes (projection ALL), each on string keys.
+    /// Global secondary indexes.
     pub indexes: &'static [IndexSpec],
     /// Whether the table has a stream (new and old images): what the pipes read.
     pub stream: bool,
 }
 
+/// A global secondary index: a string partition key, a sort key of `sort_key_type`.
 #[derive(Debug, PartialEq, Eq)]
 pub struct IndexSpec {
     pub name: &'static str,
     pub partition_key: &'static str,
     pub sort_key: &'static str,
+    pub sort_key_type: KeyAttributeType,
+    /// All attributes (`true`), or the keys only.
+    pub projects_all: bool,
+}
+
+/// The type of a key attribute, as an attribute definition names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyAttributeType {
+    String,
+    Number,
+}
+
+impl KeyAttributeType {
+    pub fn code(self) -> &'static str {
+        match self {
+            KeyAttributeType::String => "S",
+            KeyAttributeType::Number => "N",
+        }
+    }
+
+    fn scalar(self) -> ScalarAttributeType {
+        match self {
+            KeyAttributeType::String => ScalarAttributeType::S,
+            KeyAttributeType::Number => ScalarAttributeType::N,
+        }
+    }
 }
 
 impl TableSpec {
-    /// Every key attribute of the table and its indexes, once each, sorted.
-    pub fn key_attributes(&self) -> Vec<&'static str> {
-        let mut names = vec![self.partition_key, self.sort_key];
+    /// Every key attribute of the table and its indexes with its type, once each, sorted.
+    pub fn key_attributes(&self) -> Vec<(&'static str, KeyAttributeType)> {
+        let string = KeyAttributeType::String;
+        let mut names = vec![(self.partition_key, string), (self.sort_key, string)];
         for index in self.indexes {
-            names.extend([index.partition_key, index.sort_key]);
+            names.extend([
+                (index.partition_key, string),
+                (index.sort_key, index.sort_key_type),
+            ]);
         }
-        names.sort_unstable();
-        names.dedup();
+        names.sort_unstable_by_key(|(name, _)| *name);
+        names.dedup_by_key(|(name, _)| *name);
         names
     }
 }
@@ -52,10 +83,18 @@ pub const AGENTS: TableSpec = TableSpec {
     env_var: crate::config::AGENTS_TABLE,
     partition_key: "pk",
     sort_key: "sk",
-    // Idempotency-Key records expire after 24 hours.
+    // Idempotency-Key records expire after 24 hours, ended sessions after the log retention.
     ttl_attribute: Some("expiresAt"),
-    indexes: &[],
-    // New deployments and deleted agents are published from it (template.yaml's pipes).
+    // Active sessions by deadline (sparse: an ended session leaves it), for the sweep.
+    indexes: &[IndexSpec {
+        name: super::dynamodb::session_items::DEADLINES_INDEX,
+        partition_key: "deadlineShard",
+        sort_key: "deadline",
+        sort_key_type: KeyAttributeType::Number,
+        projects_all: false,
+    }],
+    // New deployments and sessions, stops asked for and deleted agents are published from it
+    // (template.yaml's pipes).
     stream: true,
 };
 
@@ -82,11 +121,15 @@ pub const LOGS: TableSpec = TableSpec {
             name: super::dynamodb::logs::DEPLOYMENT_INDEX,
             partition_key: "dpk",
             sort_key: "sk",
+            sort_key_type: KeyAttributeType::String,
+            projects_all: true,
         },
         IndexSpec {
             name: super::dynamodb::logs::SESSION_INDEX,
             partition_key: "spk",
             sort_key: "sk",
+            sort_key_type: KeyAttributeType::String,
+            projects_all: true,
         },
     ],
     stream: false,
@@ -114,17 +157,10 @@ pub async fn create_table(
     spec: &TableSpec,
     name: &str,
 ) -> Result<bool, StoreError> {
-    let key = |attribute: &str, key_type: KeyType| {
-        KeySchemaElement::builder()
-            .attribute_name(attribute)
-            .key_type(key_type)
-            .build()
-            .map_err(|e| StoreError::Unexpected(e.into()))
-    };
-    let definition = |attribute: &str| {
+    let definition = |(attribute, kind): (&str, KeyAttributeType)| {
         AttributeDefinition::builder()
             .attribute_name(attribute)
-            .attribute_type(ScalarAttributeType::S)
+            .attribute_type(kind.scalar())
             .build()
             .map_err(|e| StoreError::Unexpected(e.into()))
     };
@@ -132,25 +168,13 @@ pub async fn create_table(
         .create_table()
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
-        .key_schema(key(spec.partition_key, KeyType::Hash)?)
-        .key_schema(key(spec.sort_key, KeyType::Range)?);
+        .key_schema(key_element(spec.partition_key, KeyType::Hash)?)
+        .key_schema(key_element(spec.sort_key, KeyType::Range)?);
     for attribute in spec.key_attributes() {
         request = request.attribute_definitions(definition(attribute)?);
     }
     for index in spec.indexes {
-        request = request.global_secondary_indexes(
-            GlobalSecondaryIndex::builder()
-                .index_name(index.name)
-                .key_schema(key(index.partition_key, KeyType::Hash)?)
-                .key_schema(key(index.sort_key, KeyType::Range)?)
-                .projection(
-                    Projection::builder()
-                        .projection_type(ProjectionType::All)
-                        .build(),
-                )
-                .build()
-                .map_err(|e| StoreError::Unexpected(e.into()))?,
-        );
+        request = request.global_secondary_indexes(global_index(index)?);
     }
     if spec.stream {
         request = request.stream_specification(
@@ -172,6 +196,7 @@ pub async fn create_table(
             if spec.stream {
                 ensure_stream(client, name).await?;
             }
+            ensure_indexes(client, spec, name).await?;
             return Ok(false);
         }
         Err(error) => return Err(classify(error)),
@@ -192,6 +217,86 @@ pub async fn create_table(
             .map_err(classify)?;
     }
     Ok(true)
+}
+
+fn key_element(attribute: &str, key_type: KeyType) -> Result<KeySchemaElement, StoreError> {
+    KeySchemaElement::builder()
+        .attribute_name(attribute)
+        .key_type(key_type)
+        .build()
+        .map_err(|e| StoreError::Unexpected(e.into()))
+}
+
+fn projection(index: &IndexSpec) -> Projection {
+    let projection = match index.projects_all {
+        true => ProjectionType::All,
+        false => ProjectionType::KeysOnly,
+    };
+    Projection::builder().projection_type(projection).build()
+}
+
+fn global_index(index: &IndexSpec) -> Result<GlobalSecondaryIndex, StoreError> {
+    GlobalSecondaryIndex::builder()
+        .index_name(index.name)
+        .key_schema(key_element(index.partition_key, KeyType::Hash)?)
+        .key_schema(key_element(index.sort_key, KeyType::Range)?)
+        .projection(projection(index))
+        .build()
+        .map_err(|e| StoreError::Unexpected(e.into()))
+}
+
+/// Adds the indexes a table made before them lacks (a local store kept across versions), one
+/// at a time as DynamoDB requires.
+async fn ensure_indexes(client: &Client, spec: &TableSpec, name: &str) -> Result<(), StoreError> {
+    let table = client
+        .describe_table()
+        .table_name(name)
+        .send()
+        .await
+        .map_err(classify)?;
+    let existing: Vec<String> = table
+        .table()
+        .map(|table| table.global_secondary_indexes())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|index| index.index_name().map(str::to_owned))
+        .collect();
+    for index in spec.indexes {
+        if existing.iter().any(|name| name == index.name) {
+            continue;
+        }
+        let create = aws_sdk_dynamodb::types::CreateGlobalSecondaryIndexAction::builder()
+            .index_name(index.name)
+            .set_key_schema(Some(vec![
+                key_element(index.partition_key, KeyType::Hash)?,
+                key_element(index.sort_key, KeyType::Range)?,
+            ]))
+            .projection(projection(index))
+            .build()
+            .map_err(|e| StoreError::Unexpected(e.into()))?;
+        let mut update = client
+            .update_table()
+            .table_name(name)
+            .global_secondary_index_updates(
+                aws_sdk_dynamodb::types::GlobalSecondaryIndexUpdate::builder()
+                    .create(create)
+                    .build(),
+            );
+        for (attribute, kind) in spec.key_attributes() {
+            if [index.partition_key, index.sort_key].contains(&attribute) {
+                update = update.attribute_definitions(
+                    AttributeDefinition::builder()
+                        .attribute_name(attribute)
+                        .attribute_type(kind.scalar())
+                        .build()
+                        .map_err(|e| StoreError::Unexpected(e.into()))?,
+                );
+            }
+        }
+        update.send().await.map_err(classify)?;
+        tracing::info!(table = name, index = index.name, "index added");
+    }
+    Ok(())
 }
 
 /// Turns the stream on for a table made before it had one (a local store kept across versions).
@@ -278,7 +383,7 @@ mod tests {
             let expected: Vec<(String, String)> = spec
                 .key_attributes()
                 .into_iter()
-                .map(|attribute| (attribute.to_owned(), "S".to_owned()))
+                .map(|(attribute, kind)| (attribute.to_owned(), kind.code().to_owned()))
                 .collect();
             assert_eq!(definitions, expected, "{}", spec.logical_id);
             let indexes = properties["GlobalSecondaryIndexes"]
@@ -295,9 +400,15 @@ mod tests {
                         (index.sort_key.to_owned(), "RANGE".to_owned())
                     ]
                 );
+                let projection = match index.projects_all {
+                    true => "ALL",
+                    false => "KEYS_ONLY",
+                };
                 assert_eq!(
                     declared["Projection"]["ProjectionType"].as_str(),
-                    Some("ALL")
+                    Some(projection),
+                    "{}",
+                    index.name
                 );
             }
             let stream = &properties["StreamSpecification"]["StreamViewType"];

@@ -9,8 +9,7 @@ use crate::agent::{AgentRecord, AgentStore, ConfigChanges, CreateOutcome};
 use crate::auth::Principal;
 use crate::error::StoreError;
 use crate::session::{
-    Connection, SessionRecord, SessionRequest, SessionState, SessionStore, SessionWrite,
-    StartOutcome,
+    Connection, SessionRecord, SessionRequest, SessionStore, SessionWrite, StartOutcome,
 };
 
 /// The account the fixtures' authorizer context names for the dev agents.
@@ -86,7 +85,8 @@ async fn seed_fixture_session<S: SessionStore>(
     store: &S,
     agent: &AgentRecord,
 ) -> Result<(), StoreError> {
-    let at = "2026-11-22T19:05:00.000Z";
+    // Started now, so that it is within its deadline while the fixtures run against it.
+    let at = time::OffsetDateTime::now_utc();
     let deployment = agent.active.deployment.id.as_str();
     let mut session = SessionRecord::new(agent, deployment, SessionRequest::default(), at);
     session.session_id = SESSION_FIXTURE_ID.to_owned();
@@ -95,15 +95,11 @@ async fn seed_fixture_session<S: SessionStore>(
         StartOutcome::Started => {}
         other => return Err(unexpected(format!("seeding the session: {other:?}"))),
     }
-    let started = SessionRecord {
-        state: SessionState::Started,
-        version: session.version + 1,
-        connection: Some(Connection {
-            ws_url: Some(format!("ws://simulated.invalid/{SESSION_FIXTURE_ID}")),
-            ..Connection::default()
-        }),
-        ..session.clone()
+    let connection = Connection {
+        ws_url: Some(format!("ws://simulated.invalid/{SESSION_FIXTURE_ID}")),
+        ..Connection::default()
     };
+    let started = session.started(connection, at);
     match store.write_session(&session, &started).await? {
         SessionWrite::Written => Ok(()),
         other => Err(unexpected(format!("seeding the session: {other:?}"))),
@@ -202,7 +198,7 @@ pub async fn started_session() -> (
     let mut agent = crate::agent::record::tests::record();
     agent.active.status.state = crate::agent::DeploymentState::Ready;
     store.create_agent(&agent, None).await.unwrap();
-    let at = "2026-11-25T10:00:00.000Z";
+    let at = time::macros::datetime!(2026-11-25 10:00 UTC);
     let request = SessionRequest::default();
     let session =
         crate::session::lifecycle::start(&*store, &*store, &agent.owner, &agent.name, &request, at)

@@ -19,6 +19,11 @@ impl SessionRetention {
     pub fn days(days: u32) -> Self {
         SessionRetention(time::Duration::days(i64::from(days)))
     }
+
+    /// When the item of a session that ended at `ended` expires (Unix seconds).
+    pub fn expires_at(self, ended: OffsetDateTime) -> i64 {
+        (ended + self.0).unix_timestamp()
+    }
 }
 
 /// Applies the data plane's `report` to the session it names, when it is the newest report of
@@ -48,7 +53,7 @@ pub async fn apply_report<A: AgentStore, S: SessionStore>(
             Err(Unapplied::Refused) => return Ok(SessionReportOutcome::Refused),
         };
         if !next.is_active() {
-            next.expires_at = Some((report.observed_at + retention.0).unix_timestamp());
+            next.expires_at = Some(retention.expires_at(report.observed_at));
         }
         match sessions.write_session(&session, &next).await? {
             SessionWrite::Written => return Ok(SessionReportOutcome::Applied),

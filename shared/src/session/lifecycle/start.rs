@@ -33,7 +33,7 @@ pub async fn start<A: AgentStore, S: SessionStore>(
     caller: &Principal,
     agent_name: &str,
     request: &SessionRequest,
-    now: &str,
+    now: time::OffsetDateTime,
 ) -> Result<SessionRecord, ApiError> {
     let mut races = Races::new();
     loop {

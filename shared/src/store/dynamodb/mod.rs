@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Put, ReturnConsumedCapacity, TransactWriteItem, WriteRequest,
+    AttributeValue, KeysAndAttributes, Put, ReturnConsumedCapacity, TransactWriteItem, WriteRequest,
 };
 use serde::Serialize;
 
@@ -36,6 +36,8 @@ type Item = HashMap<String, AttributeValue>;
 const TRANSACTION_CONFLICT_ATTEMPTS: usize = 4;
 /// BatchWriteItem takes at most 25 requests.
 const BATCH_SIZE: usize = 25;
+/// BatchGetItem takes at most 100 keys.
+const BATCH_GET_SIZE: usize = 100;
 /// Rounds of retrying unprocessed batch items (with backoff) before giving up.
 const UNPROCESSED_ROUNDS: u32 = 6;
 
@@ -357,6 +359,58 @@ impl DynamoStore {
             }
         }
         Ok(units)
+    }
+
+    /// The items of `keys` (any number, 100 a request), retrying unprocessed keys with backoff;
+    /// in no order, a key with no item left out.
+    async fn batch_get(
+        &self,
+        table: &str,
+        keys: Vec<Item>,
+        consistent: bool,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut found = Vec::with_capacity(keys.len());
+        let mut keys = keys.into_iter().peekable();
+        while keys.peek().is_some() {
+            let mut batch: Vec<Item> = keys.by_ref().take(BATCH_GET_SIZE).collect();
+            let mut round = 0;
+            while !batch.is_empty() {
+                if round > 0 {
+                    tokio::time::sleep(Duration::from_millis(25 << round.min(6))).await;
+                }
+                if round == UNPROCESSED_ROUNDS {
+                    return Err(StoreError::Throttled(
+                        format!("{} keys still unprocessed after retries", batch.len()).into(),
+                    ));
+                }
+                round += 1;
+                let request = KeysAndAttributes::builder()
+                    .set_keys(Some(batch))
+                    .consistent_read(consistent)
+                    .build()
+                    .map_err(built)?;
+                let output = self
+                    .client
+                    .batch_get_item()
+                    .request_items(table, request)
+                    .send()
+                    .await
+                    .map_err(classify)?;
+                found.extend(
+                    output
+                        .responses
+                        .unwrap_or_default()
+                        .remove(table)
+                        .unwrap_or_default(),
+                );
+                batch = output
+                    .unprocessed_keys
+                    .and_then(|mut tables| tables.remove(table))
+                    .map(|left| left.keys)
+                    .unwrap_or_default();
+            }
+        }
+        Ok(found)
     }
 
     /// Every item of a namespace in the agents table (tests and operators: it reads the whole

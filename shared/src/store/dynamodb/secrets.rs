@@ -3,8 +3,7 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Delete, DeleteRequest, KeysAndAttributes, PutRequest, TransactWriteItem,
-    Update, WriteRequest,
+    AttributeValue, Delete, DeleteRequest, PutRequest, TransactWriteItem, Update, WriteRequest,
 };
 
 use super::items::namespace_pk;
@@ -234,7 +233,7 @@ impl SecretStore for DynamoStore {
     }
 
     async fn get_values(&self, set: &SecretSetRecord) -> Result<Vec<StoredValue>, StoreError> {
-        let mut wanted: Vec<HashMap<String, AttributeValue>> = set
+        let wanted: Vec<HashMap<String, AttributeValue>> = set
             .keys
             .iter()
             .map(|(key_name, entry)| {
@@ -242,45 +241,12 @@ impl SecretStore for DynamoStore {
             })
             .collect();
         let mut values = Vec::with_capacity(wanted.len());
-        let mut rounds = 0;
-        while !wanted.is_empty() {
-            rounds += 1;
-            if rounds > 8 {
-                return Err(StoreError::Throttled(
-                    "values still unprocessed after retries".into(),
-                ));
-            }
-            let batch: Vec<_> = wanted.drain(..wanted.len().min(100)).collect();
-            let request = KeysAndAttributes::builder()
-                .set_keys(Some(batch))
-                .consistent_read(true)
-                .build()
-                .map_err(built)?;
-            let output = self
-                .client
-                .batch_get_item()
-                .request_items(&self.agents_table, request)
-                .send()
-                .await
-                .map_err(classify)?;
-            for item in output
-                .responses
-                .unwrap_or_default()
-                .remove(&self.agents_table)
-                .unwrap_or_default()
-            {
-                let item: SecretValueItem = serde_dynamo::from_item(item).map_err(mapping)?;
-                let value = item.into_value().ok_or_else(|| {
-                    StoreError::Unexpected("a sealed value's nonce is not 96 bits".into())
-                })?;
-                values.push(value);
-            }
-            if let Some(left) = output
-                .unprocessed_keys
-                .and_then(|mut tables| tables.remove(&self.agents_table))
-            {
-                wanted.extend(left.keys);
-            }
+        for item in self.batch_get(&self.agents_table, wanted, true).await? {
+            let item: SecretValueItem = serde_dynamo::from_item(item).map_err(mapping)?;
+            let value = item.into_value().ok_or_else(|| {
+                StoreError::Unexpected("a sealed value's nonce is not 96 bits".into())
+            })?;
+            values.push(value);
         }
         values.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(values)

@@ -53,6 +53,32 @@ pub struct SessionItem {
     /// The table's TTL attribute, once the session has ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
+    pub max_duration_seconds: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// The keys of [`DEADLINES_INDEX`], while the session is active (a sparse index: an ended
+    /// session leaves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_shard: Option<String>,
+}
+
+/// The index of active sessions by deadline: `deadlineShard` (one of [`DEADLINE_SHARDS`], by the
+/// session id) and `deadline` (Unix seconds), keys only. Spread over shards so that no one
+/// partition takes every start's write.
+pub const DEADLINES_INDEX: &str = "session-deadlines";
+pub const DEADLINE_SHARDS: u8 = 8;
+
+/// The shard of a session's deadline: its id's last hex digit (random bits of a UUIDv7), folded
+/// onto [`DEADLINE_SHARDS`].
+pub fn deadline_shard(session_id: &str) -> String {
+    let digit = session_id
+        .chars()
+        .last()
+        .and_then(|c| c.to_digit(16))
+        .unwrap_or(0);
+    format!("{}", digit % u32::from(DEADLINE_SHARDS))
 }
 
 impl From<&SessionRecord> for SessionItem {
@@ -79,6 +105,12 @@ impl From<&SessionRecord> for SessionItem {
             observed_at_nanos: session.observed_at_nanos,
             stop_requested_at: session.stop_requested_at.clone(),
             expires_at: session.expires_at,
+            max_duration_seconds: session.max_duration_seconds,
+            started_at: session.started_at.clone(),
+            deadline: session.deadline,
+            deadline_shard: session
+                .deadline
+                .map(|_| deadline_shard(&session.session_id)),
         }
     }
 }
@@ -104,6 +136,9 @@ impl From<SessionItem> for SessionRecord {
             observed_at_nanos: item.observed_at_nanos,
             stop_requested_at: item.stop_requested_at,
             expires_at: item.expires_at,
+            max_duration_seconds: item.max_duration_seconds,
+            started_at: item.started_at,
+            deadline: item.deadline,
         }
     }
 }
@@ -125,9 +160,12 @@ mod tests {
                 daily_room_properties: Some(r#"{"exp":1}"#.into()),
                 transport: Some(Transport::Daily),
             },
-            "2026-11-25T10:00:00.000Z",
+            time::macros::datetime!(2026-11-25 10:00 UTC),
         );
-        session.state = SessionState::Started;
+        session = session.started(
+            Connection::default(),
+            time::macros::datetime!(2026-11-25 10:00:02 UTC),
+        );
         session.bot_start_seconds = Some(1.25);
         session.cold_start = Some(false);
         session.connection = Some(Connection {
@@ -151,13 +189,20 @@ mod tests {
     }
 
     #[test]
-    fn session_ids_sort_by_their_start() {
+    fn session_ids_sort_by_the_millisecond_of_their_start_and_a_floor_starts_each_second() {
         let agent = crate::agent::record::tests::record();
-        let ids: Vec<String> = (0..50)
-            .map(|_| SessionRecord::new(&agent, "d", SessionRequest::default(), "t").session_id)
-            .collect();
+        let start = time::macros::datetime!(2026-11-25 10:00 UTC);
+        let at = |millis: i64| start + time::Duration::milliseconds(millis);
+        let id = |millis| SessionRecord::new(&agent, "d", SessionRequest::default(), at(millis));
+        let ids: Vec<String> = (0..50).map(|i| id(i * 37).session_id).collect();
         let mut sorted = ids.clone();
         sorted.sort();
         assert_eq!(ids, sorted);
+        let second = start.unix_timestamp();
+        let floor = crate::session::session_id_floor(second);
+        let next = crate::session::session_id_floor(second + 1);
+        assert!(id(-1).session_id < floor, "the millisecond before");
+        assert!(floor < id(0).session_id && id(999).session_id < next);
+        assert!(next < id(1_000).session_id);
     }
 }

@@ -10,13 +10,51 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::items::{ACTIVE_SESSIONS, AgentItem, agent_sk, namespace_pk};
-use super::session_items::{SessionItem, session_sk};
+use super::session_items::{
+    DEADLINE_SHARDS, DEADLINES_INDEX, SessionItem, session_sk, sessions_prefix,
+};
 use super::{
     DynamoStore, Item, Replacement, Transaction, built, item_as, item_of, key, put_new, s,
 };
 use crate::agent::{AgentRecord, DeploymentState};
 use crate::error::StoreError;
-use crate::session::{SessionRecord, SessionStore, SessionWrite, StartOutcome, admits};
+use crate::session::{
+    SessionKey, SessionRecord, SessionState, SessionStore, SessionSummary, SessionWrite,
+    StartOutcome, StartedWithin, SummaryChunk, admits, session_id_floor,
+};
+
+/// What a list reads of a session ([`SessionSummary`]): the attributes its filters test.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SummaryItem {
+    session_id: String,
+    deployment_id: String,
+    state: SessionState,
+    #[serde(default)]
+    completion_status: Option<String>,
+    #[serde(default)]
+    started_at: Option<String>,
+}
+
+/// A session's key as the deadlines index gives it back.
+#[derive(serde::Deserialize)]
+struct KeyItem {
+    pk: String,
+    sk: String,
+}
+
+impl KeyItem {
+    /// The namespace, service and session of `NS#{namespace}` / `SESSION#{service}#{session}`.
+    fn session_key(&self) -> Option<SessionKey> {
+        let namespace = self.pk.strip_prefix("NS#")?;
+        let (service_id, session_id) = self.sk.strip_prefix("SESSION#")?.split_once('#')?;
+        Some(SessionKey {
+            namespace: namespace.to_owned(),
+            service_id: service_id.to_owned(),
+            session_id: session_id.to_owned(),
+        })
+    }
+}
 
 fn n(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
@@ -181,6 +219,128 @@ impl SessionStore for DynamoStore {
             .map_err(super::classify)?,
         )?;
         Ok(found.map(SessionRecord::from))
+    }
+
+    async fn session_summaries(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        within: StartedWithin,
+        before: Option<&str>,
+    ) -> Result<SummaryChunk, StoreError> {
+        let prefix = sessions_prefix(service_id);
+        let lower = format!(
+            "{prefix}{}",
+            within.from.map(session_id_floor).unwrap_or_default()
+        );
+        // BETWEEN is inclusive: `before` itself is skipped below, and no session's key equals
+        // an `until` floor (a key holds the whole id).
+        let upper = match (before, within.until) {
+            (Some(before), _) => session_sk(service_id, before),
+            (None, Some(until)) => format!("{prefix}{}", session_id_floor(until)),
+            // Past every hex digit.
+            (None, None) => format!("{prefix}~"),
+        };
+        if upper < lower {
+            return Ok(SummaryChunk::default());
+        }
+        let output = self
+            .client
+            .query()
+            .table_name(&self.agents_table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :lower AND :upper")
+            .projection_expression(
+                "#sessionId, #deploymentId, #state, #completionStatus, #startedAt",
+            )
+            .expression_attribute_names("#sessionId", "sessionId")
+            .expression_attribute_names("#deploymentId", "deploymentId")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_names("#completionStatus", "completionStatus")
+            .expression_attribute_names("#startedAt", "startedAt")
+            .expression_attribute_values(":pk", s(namespace_pk(namespace)))
+            .expression_attribute_values(":lower", s(lower))
+            .expression_attribute_values(":upper", s(upper))
+            .scan_index_forward(false)
+            .send()
+            .await
+            .map_err(super::classify)?;
+        let mut summaries = Vec::new();
+        for item in output.items.unwrap_or_default() {
+            let item: SummaryItem = serde_dynamo::from_item(item).map_err(super::mapping)?;
+            if Some(item.session_id.as_str()) == before {
+                continue;
+            }
+            summaries.push(SessionSummary {
+                session_id: item.session_id,
+                deployment_id: item.deployment_id,
+                state: item.state,
+                completion_status: item.completion_status,
+                started_at: item.started_at,
+            });
+        }
+        Ok(SummaryChunk {
+            summaries,
+            more: output.last_evaluated_key.is_some(),
+        })
+    }
+
+    async fn get_sessions(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        session_ids: &[String],
+    ) -> Result<Vec<SessionRecord>, StoreError> {
+        let keys = session_ids
+            .iter()
+            .map(|id| key(namespace_pk(namespace), session_sk(service_id, id)))
+            .collect();
+        self.batch_get(&self.agents_table, keys, false)
+            .await?
+            .into_iter()
+            .map(|item| {
+                serde_dynamo::from_item::<_, SessionItem>(item)
+                    .map(SessionRecord::from)
+                    .map_err(super::mapping)
+            })
+            .collect()
+    }
+
+    /// Each shard of the deadlines index, at once.
+    async fn overdue_sessions(&self, now: i64, max: usize) -> Result<Vec<SessionKey>, StoreError> {
+        let limit = i32::try_from(max).unwrap_or(i32::MAX);
+        let shards = (0..DEADLINE_SHARDS).map(|shard| {
+            self.client
+                .query()
+                .table_name(&self.agents_table)
+                .index_name(DEADLINES_INDEX)
+                .key_condition_expression("#shard = :shard AND #deadline <= :now")
+                .expression_attribute_names("#shard", "deadlineShard")
+                .expression_attribute_names("#deadline", "deadline")
+                .expression_attribute_values(":shard", s(shard.to_string()))
+                .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
+                .limit(limit)
+                .send()
+        });
+        let mut due: Vec<(i64, SessionKey)> = Vec::new();
+        for output in futures_util::future::try_join_all(shards)
+            .await
+            .map_err(super::classify)?
+        {
+            for item in output.items.unwrap_or_default() {
+                let deadline = item
+                    .get("deadline")
+                    .and_then(|value| value.as_n().ok())
+                    .and_then(|value| value.parse().ok())
+                    .unwrap_or(i64::MIN);
+                let keys: KeyItem = serde_dynamo::from_item(item).map_err(super::mapping)?;
+                match keys.session_key() {
+                    Some(key) => due.push((deadline, key)),
+                    None => tracing::warn!(sk = %keys.sk, "a deadline that is no session's"),
+                }
+            }
+        }
+        due.sort();
+        Ok(due.into_iter().take(max).map(|(_, key)| key).collect())
     }
 
     #[tracing::instrument(skip_all, fields(namespace = %next.namespace, session = %next.session_id))]

@@ -32,7 +32,7 @@ struct Agents {
     /// (namespace, key digest) → record.
     idempotency: HashMap<(String, String), IdempotencyRecord>,
     /// (namespace, service id, session id) → session.
-    sessions: BTreeMap<sessions::SessionKey, crate::session::SessionRecord>,
+    sessions: BTreeMap<sessions::MemoryKey, crate::session::SessionRecord>,
 }
 
 impl Agents {

@@ -3,12 +3,19 @@
 
 use super::{MemoryStore, lock};
 use crate::error::StoreError;
-use crate::session::{SessionRecord, SessionStore, SessionWrite, StartOutcome, admits};
+use crate::session::{
+    SessionKey, SessionRecord, SessionStore, SessionSummary, SessionWrite, StartOutcome,
+    StartedWithin, SummaryChunk, admits, session_id_floor,
+};
+
+/// Sessions one read answers (DynamoDB answers up to 1 MB): small, so that the loops over
+/// several reads run in the memory store's tests too.
+const CHUNK: usize = 25;
 
 /// (namespace, service id, session id).
-pub(super) type SessionKey = (String, String, String);
+pub(super) type MemoryKey = (String, String, String);
 
-fn key_of(namespace: &str, service_id: &str, session_id: &str) -> SessionKey {
+fn key_of(namespace: &str, service_id: &str, session_id: &str) -> MemoryKey {
     (
         namespace.to_owned(),
         service_id.to_owned(),
@@ -44,6 +51,72 @@ impl SessionStore for MemoryStore {
             .sessions
             .get(&key_of(namespace, service_id, session_id))
             .cloned())
+    }
+
+    async fn session_summaries(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        within: StartedWithin,
+        before: Option<&str>,
+    ) -> Result<SummaryChunk, StoreError> {
+        let from = within.from.map(session_id_floor).unwrap_or_default();
+        let until = within.until.map(session_id_floor);
+        let state = lock(&self.agents);
+        let oldest_first: Vec<&SessionRecord> = state
+            .sessions
+            .range(key_of(namespace, service_id, &from)..)
+            .take_while(|((ns, service, _), _)| ns == namespace && service == service_id)
+            .map(|(_, session)| session)
+            .filter(|session| {
+                until
+                    .as_ref()
+                    .is_none_or(|until| session.session_id < *until)
+            })
+            .filter(|session| before.is_none_or(|before| session.session_id.as_str() < before))
+            .collect();
+        let summaries: Vec<SessionSummary> = oldest_first
+            .iter()
+            .rev()
+            .take(CHUNK)
+            .map(|session| SessionSummary::from(*session))
+            .collect();
+        let more = oldest_first.len() > CHUNK;
+        Ok(SummaryChunk { summaries, more })
+    }
+
+    async fn get_sessions(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        session_ids: &[String],
+    ) -> Result<Vec<SessionRecord>, StoreError> {
+        let state = lock(&self.agents);
+        Ok(session_ids
+            .iter()
+            .filter_map(|id| state.sessions.get(&key_of(namespace, service_id, id)))
+            .cloned()
+            .collect())
+    }
+
+    async fn overdue_sessions(&self, now: i64, max: usize) -> Result<Vec<SessionKey>, StoreError> {
+        let state = lock(&self.agents);
+        let mut due: Vec<(i64, SessionKey)> = state
+            .sessions
+            .iter()
+            .filter(|(_, session)| session.is_active())
+            .filter_map(|((namespace, service_id, session_id), session)| {
+                let deadline = session.deadline.filter(|deadline| *deadline <= now)?;
+                let key = SessionKey {
+                    namespace: namespace.clone(),
+                    service_id: service_id.clone(),
+                    session_id: session_id.clone(),
+                };
+                Some((deadline, key))
+            })
+            .collect();
+        due.sort();
+        Ok(due.into_iter().take(max).map(|(_, key)| key).collect())
     }
 
     async fn write_session(

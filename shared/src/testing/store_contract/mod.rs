@@ -7,12 +7,14 @@ mod accounts;
 mod agents;
 mod named_sets;
 mod secrets;
+mod session_reads;
 mod sessions;
 
 pub use accounts::accounts;
 pub use agents::agents;
 pub use named_sets::agents_naming_sets;
 pub use secrets::secret_sets;
+pub use session_reads::session_reads;
 pub use sessions::sessions;
 
 use crate::agent::{AgentRecord, ConfigChanges};

@@ -9,7 +9,7 @@ use crate::session::{
     StartOutcome, StartRefusal,
 };
 
-const AT: &str = "2026-11-25T10:00:00.000Z";
+const AT: time::OffsetDateTime = time::macros::datetime!(2026-11-25 10:00 UTC);
 
 fn session_of(agent: &AgentRecord, deployment_id: &str) -> SessionRecord {
     SessionRecord::new(

@@ -1,0 +1,170 @@
+//! No capacity leaks (contract section 11): sessions the data plane never reports ended are
+//! ended by the control plane, at their deadline (the sweep) or with their agent (a delete).
+//! Each end is the same write a report's end is: conditioned on the session's version, it frees
+//! the session's place in the same transaction, once, whoever gets there first.
+
+use time::{Duration, OffsetDateTime};
+
+use super::reports::SessionRetention;
+use crate::agent::AgentRecord;
+use crate::agent::config::MAX_SESSION_DURATION;
+use crate::error::StoreError;
+use crate::races::Races;
+use crate::session::listing::{SessionFilter, StatusFilter};
+use crate::session::{
+    EXPIRY_GRACE, START_TIMEOUT, SessionKey, SessionRecord, SessionState, SessionStore,
+    SessionWrite, StartedWithin, completion,
+};
+use crate::timestamp::rfc3339_millis;
+
+/// Overdue sessions one sweep ends at most (the next sweep, a minute later, takes the rest).
+pub const SWEEP_BATCH: usize = 500;
+/// Sessions ended at once.
+const AT_ONCE: usize = 10;
+
+/// What a sweep or a delete did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ended {
+    /// Sessions this call ended.
+    pub ended: usize,
+    /// Sessions found already ended, or no longer due (a report came first).
+    pub passed: usize,
+}
+
+/// Ends `key`'s session as `end` says of it as read (`None`: leave it), read again after a lost
+/// race; true when this call ended it.
+async fn end_session<S: SessionStore>(
+    sessions: &S,
+    key: &SessionKey,
+    retention: SessionRetention,
+    now: OffsetDateTime,
+    end: impl Fn(&SessionRecord) -> Option<SessionRecord>,
+) -> Result<bool, StoreError> {
+    let mut races = Races::new();
+    loop {
+        let Some(session) = sessions
+            .get_session(&key.namespace, &key.service_id, &key.session_id)
+            .await?
+        else {
+            return Ok(false);
+        };
+        let Some(mut next) = end(&session) else {
+            return Ok(false);
+        };
+        next.expires_at = Some(retention.expires_at(now));
+        match sessions.write_session(&session, &next).await? {
+            SessionWrite::Written => {
+                tracing::info!(
+                    namespace = %key.namespace,
+                    session = %key.session_id,
+                    completion = next.completion_status.as_deref().unwrap_or_default(),
+                    "session ended by the control plane"
+                );
+                return Ok(true);
+            }
+            SessionWrite::Conflict => races.lost().await?,
+        }
+    }
+}
+
+/// Ends each of `keys` as `end` says, a few at once.
+async fn end_each<S: SessionStore>(
+    sessions: &S,
+    keys: &[SessionKey],
+    retention: SessionRetention,
+    now: OffsetDateTime,
+    end: &(impl Fn(&SessionRecord) -> Option<SessionRecord> + Sync),
+) -> Result<Ended, StoreError> {
+    let mut outcome = Ended::default();
+    for batch in keys.chunks(AT_ONCE) {
+        let ends = batch
+            .iter()
+            .map(|key| end_session(sessions, key, retention, now, end));
+        for ended in futures_util::future::try_join_all(ends).await? {
+            match ended {
+                true => outcome.ended += 1,
+                false => outcome.passed += 1,
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// Ends the sessions whose deadline has passed at `now`: failed (`startTimeout`) while still
+/// starting, ended (`expired`) once started. At most [`SWEEP_BATCH`] a call.
+#[tracing::instrument(skip_all)]
+pub async fn sweep<S: SessionStore>(
+    sessions: &S,
+    now: OffsetDateTime,
+    retention: SessionRetention,
+) -> Result<Ended, StoreError> {
+    let due = sessions
+        .overdue_sessions(now.unix_timestamp(), SWEEP_BATCH)
+        .await?;
+    let outcome = end_each(sessions, &due, retention, now, &|session| {
+        session.overdue(now)
+    })
+    .await?;
+    tracing::info!(due = due.len(), ended = outcome.ended, "sessions swept");
+    Ok(outcome)
+}
+
+/// The longest a session can be active: still starting for [`START_TIMEOUT`], then its longest
+/// `maxSessionDuration` and the grace. One that started before that is past its deadline, and
+/// the sweep ends it.
+pub fn longest_active() -> Duration {
+    START_TIMEOUT + Duration::seconds(*MAX_SESSION_DURATION.end()) + EXPIRY_GRACE
+}
+
+/// Ends the active sessions of `agent`, deleted (`agentDeleted`): those started within
+/// [`longest_active`] of `now`, read from the newest.
+#[tracing::instrument(skip_all, fields(namespace = %agent.owner.namespace, agent = %agent.name))]
+pub async fn end_sessions_of<S: SessionStore>(
+    sessions: &S,
+    agent: &AgentRecord,
+    now: OffsetDateTime,
+    retention: SessionRetention,
+) -> Result<Ended, StoreError> {
+    let namespace = agent.owner.namespace.as_str();
+    let within = StartedWithin {
+        from: Some((now - longest_active()).unix_timestamp()),
+        until: None,
+    };
+    let active = SessionFilter {
+        status: StatusFilter::Active,
+        end_state: None,
+        deployment_id: None,
+    };
+    let mut keys = Vec::new();
+    let mut before: Option<String> = None;
+    loop {
+        let chunk = sessions
+            .session_summaries(namespace, &agent.service_id, within, before.as_deref())
+            .await?;
+        keys.extend(
+            chunk
+                .summaries
+                .iter()
+                .filter(|session| active.matches(session))
+                .map(|session| SessionKey {
+                    namespace: namespace.to_owned(),
+                    service_id: agent.service_id.clone(),
+                    session_id: session.session_id.clone(),
+                }),
+        );
+        match chunk.summaries.last() {
+            Some(last) if chunk.more => before = Some(last.session_id.clone()),
+            _ => break,
+        }
+    }
+    let at = rfc3339_millis(now);
+    let outcome = end_each(sessions, &keys, retention, now, &|session| {
+        session
+            .is_active()
+            .then(|| session.ended(SessionState::Ended, completion::AGENT_DELETED, &at))
+    })
+    .await?;
+    tracing::info!(ended = outcome.ended, "the deleted agent's sessions ended");
+    Ok(outcome)
+}

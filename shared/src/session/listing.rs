@@ -1,0 +1,280 @@
+//! GET /v1/agents/{agentName}/sessions (contract section 11): an agent's sessions, newest
+//! first, filtered, a page at a time with a signed cursor, and a `total` of every match.
+//!
+//! One algorithm over any [`SessionStore`]: the store answers stretches of the agent's sessions
+//! in key order (newest first, within the time range); the filters, the page, its cursor and
+//! the count are decided here.
+
+use serde::Serialize;
+
+use super::record::SessionRecord;
+use super::store::{SessionStore, SessionSummary, StartedWithin};
+use super::view::{EndState, SessionView};
+use crate::ApiError;
+use crate::agent::AgentStore;
+use crate::auth::Principal;
+use crate::cursor::{CursorFormat, CursorKey};
+use crate::paging::{TOTAL_BOUND, Total};
+use crate::validation::QueryParameters;
+
+pub const DEFAULT_LIMIT: usize = 10;
+pub const MAX_LIMIT: usize = 100;
+
+/// The query parameters the list takes; any other is a 400 naming it. `endState` is the anchor
+/// CLI's filter (`pipecat cloud agent sessions --end-state`), in its vocabulary.
+pub const PARAMETERS: &[&str] = &[
+    "status",
+    "endState",
+    "deploymentId",
+    "startTime",
+    "endTime",
+    "limit",
+    "cursor",
+];
+
+/// The `status` filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusFilter {
+    /// `starting` or `started`.
+    Active,
+    /// `ended` or `failed`.
+    Ended,
+    All,
+}
+
+/// What a session must be to be listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionFilter {
+    pub status: StatusFilter,
+    pub end_state: Option<EndState>,
+    pub deployment_id: Option<String>,
+}
+
+impl SessionFilter {
+    pub fn matches(&self, session: &SessionSummary) -> bool {
+        let status = match self.status {
+            StatusFilter::Active => session.state.is_active(),
+            StatusFilter::Ended => !session.state.is_active(),
+            StatusFilter::All => true,
+        };
+        status
+            && self
+                .end_state
+                .is_none_or(|wanted| EndState::of_summary(session) == wanted)
+            && self
+                .deployment_id
+                .as_ref()
+                .is_none_or(|id| *id == session.deployment_id)
+    }
+}
+
+/// A validated list request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionQuery {
+    pub filter: SessionFilter,
+    pub within: StartedWithin,
+    pub limit: usize,
+    /// The id of the previous page's last session: this page lists older ones.
+    pub after: Option<String>,
+}
+
+/// The list's cursors: the id of a page's last session, bound to the account, the agent and
+/// the filters it was made for.
+pub const CURSOR_FORMAT: CursorFormat = CursorFormat {
+    scope: "sessions-cursor-v1",
+    max_position_length: 36,
+    is_position: |position| position.parse::<uuid::Uuid>().is_ok(),
+};
+
+impl SessionQuery {
+    /// Reads the query parameters of a list of `agent_name` in the account `namespace`.
+    pub fn from_params<'a>(
+        params: impl IntoIterator<Item = (&'a str, &'a str)>,
+        key: &CursorKey,
+        namespace: &str,
+        agent_name: &str,
+    ) -> Result<Self, ApiError> {
+        let params = QueryParameters::read(params, PARAMETERS)?;
+        let status = match params.get("status") {
+            None | Some("all") => StatusFilter::All,
+            Some("active") => StatusFilter::Active,
+            Some("ended") => StatusFilter::Ended,
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "status",
+                    "status must be active, ended or all",
+                ));
+            }
+        };
+        let end_state = params
+            .get("endState")
+            .map(|given| {
+                EndState::ALL
+                    .into_iter()
+                    .find(|state| state.as_str() == given)
+                    .ok_or_else(|| {
+                        let known: Vec<&str> = EndState::ALL.iter().map(|s| s.as_str()).collect();
+                        ApiError::bad_request(
+                            "endState",
+                            format!("endState must be one of {}", known.join(", ")),
+                        )
+                    })
+            })
+            .transpose()?;
+        let (from, until) = params.time_range("startTime", "endTime")?;
+        let limit = params.integer("limit", 1..=MAX_LIMIT as i64, DEFAULT_LIMIT as i64)? as usize;
+        let mut query = SessionQuery {
+            filter: SessionFilter {
+                status,
+                end_state,
+                deployment_id: params.id("deploymentId")?,
+            },
+            within: StartedWithin { from, until },
+            limit,
+            after: None,
+        };
+        if let Some(cursor) = params.get("cursor") {
+            let fingerprint = query.fingerprint(namespace, agent_name);
+            query.after = Some(key.decode(&CURSOR_FORMAT, cursor, &fingerprint)?);
+        }
+        Ok(query)
+    }
+
+    /// What a cursor is bound to: the account, the agent, and every filter.
+    fn fingerprint(&self, namespace: &str, agent_name: &str) -> String {
+        let SessionFilter {
+            status,
+            end_state,
+            deployment_id,
+        } = &self.filter;
+        format!(
+            "{namespace}\0{agent_name}\0{status:?}\0{end_state:?}\0{deployment_id:?}\0{:?}\0{:?}",
+            self.within.from, self.within.until
+        )
+    }
+}
+
+/// A page of sessions: the answer is its [`SessionList::view`].
+#[derive(Debug)]
+pub struct SessionList {
+    sessions: Vec<SessionRecord>,
+    pub total: Total,
+    pub next_cursor: Option<String>,
+}
+
+impl SessionList {
+    pub fn sessions(&self) -> &[SessionRecord] {
+        &self.sessions
+    }
+
+    /// The answer's JSON: each session as listed.
+    pub fn view(&self) -> SessionListView<'_> {
+        SessionListView {
+            sessions: self.sessions.iter().map(SessionView::listed).collect(),
+            total: &self.total,
+            next_cursor: self.next_cursor.as_deref(),
+        }
+    }
+}
+
+/// The answer: `{"sessions": [...], "total": {"value", "relation"}, "nextCursor"?}`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionListView<'a> {
+    sessions: Vec<SessionView<'a>>,
+    total: &'a Total,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<&'a str>,
+}
+
+/// Where a walk through the agent's sessions has got to.
+#[derive(Debug, Default)]
+struct Walk {
+    /// Matches counted, up to one past [`TOTAL_BOUND`].
+    counted: usize,
+    /// The page's sessions, by id.
+    page: Vec<String>,
+    /// Whether a match follows the page.
+    more: bool,
+}
+
+impl Walk {
+    fn take(&mut self, query: &SessionQuery, session: &SessionSummary) {
+        if !query.filter.matches(session) {
+            return;
+        }
+        self.counted = (self.counted + 1).min(TOTAL_BOUND + 1);
+        // Ids sort by start, so the cursor's place is found even if that session has changed
+        // since (or is gone).
+        let past_cursor = query
+            .after
+            .as_ref()
+            .is_none_or(|after| session.session_id < *after);
+        if past_cursor {
+            match self.page.len() < query.limit {
+                true => self.page.push(session.session_id.clone()),
+                false => self.more = true,
+            }
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.more && self.counted > TOTAL_BOUND
+    }
+}
+
+/// The page of `caller`'s agent `agent_name` that `query` asks for; 404 when the account has
+/// no such agent.
+#[tracing::instrument(skip_all, fields(namespace = %caller.namespace, agent = agent_name))]
+pub async fn list<A: AgentStore, S: SessionStore>(
+    agents: &A,
+    sessions: &S,
+    caller: &Principal,
+    agent_name: &str,
+    query: &SessionQuery,
+    key: &CursorKey,
+) -> Result<SessionList, ApiError> {
+    let agent = agents
+        .get_agent(&caller.namespace, agent_name)
+        .await?
+        .ok_or_else(ApiError::no_agent)?;
+    let (namespace, service) = (caller.namespace.as_str(), agent.service_id.as_str());
+    let mut walk = Walk::default();
+    let mut before: Option<String> = None;
+    let complete = loop {
+        let chunk = sessions
+            .session_summaries(namespace, service, query.within, before.as_deref())
+            .await?;
+        for session in &chunk.summaries {
+            walk.take(query, session);
+        }
+        if walk.done() {
+            break false;
+        }
+        match chunk.summaries.last() {
+            Some(last) if chunk.more => before = Some(last.session_id.clone()),
+            _ => break true,
+        }
+    };
+    let mut page = sessions
+        .get_sessions(namespace, service, &walk.page)
+        .await?;
+    page.sort_by(|a, b| b.session_id.cmp(&a.session_id));
+    let next_cursor = match (walk.more, page.last()) {
+        (true, Some(last)) => {
+            let fingerprint = query.fingerprint(namespace, agent_name);
+            Some(key.encode(&CURSOR_FORMAT, &fingerprint, &last.session_id))
+        }
+        _ => None,
+    };
+    tracing::info!(
+        listed = page.len(),
+        counted = walk.counted,
+        "sessions listed"
+    );
+    Ok(SessionList {
+        sessions: page,
+        total: Total::exact_or_bound(walk.counted, complete),
+        next_cursor,
+    })
+}
