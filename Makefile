@@ -65,10 +65,10 @@ test:
 	@$(MAKE) --no-print-directory e2e
 
 e2e:
-	@scripts/timed.sh "e2e watch http schemathesis" scripts/e2e.sh watch http schemathesis
+	@scripts/timed.sh "e2e watch http sessions schemathesis" scripts/e2e.sh watch http sessions schemathesis
 	@scripts/timed.sh "e2e watch backlog" scripts/e2e.sh watch backlog
 	@scripts/timed.sh "e2e watch plaintext" scripts/e2e.sh watch plaintext
-	@scripts/timed.sh "e2e sam invoke http" scripts/e2e.sh sam invoke http
+	@scripts/timed.sh "e2e sam invoke http sessions" scripts/e2e.sh sam invoke http sessions
 
 # sam and cfn-lint from PyPI, in .local/tools-venv; checkov in .local/checkov-venv, with the
 # checks docs/security.md answers skipped (.checkov.yaml): any other finding fails.

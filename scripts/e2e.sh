@@ -5,8 +5,10 @@
 #   scripts/e2e.sh watch SUITE...   the functions behind cargo lambda watch
 #   scripts/e2e.sh sam SUITE...     the template as deployed, through sam local
 #
-# Suites: http (tests/e2e/http.rs: the API over HTTP), invoke (tests/e2e/sam_invoke.rs: every
-# fixture of events/ through `sam local invoke`; sam only), schemathesis (openapi.yaml against
+# Suites: http (tests/e2e/http.rs: the API over HTTP), sessions (tests/e2e/sessions.rs: the
+# anchor's SDK and CLI start, list and stop sessions through the stack), invoke
+# (tests/e2e/sam_invoke.rs: every fixture of events/ through `sam local invoke`; sam only),
+# schemathesis (openapi.yaml against
 # the API, every check and phase, deterministic; SCHEMATHESIS_EXAMPLES an operation), backlog
 # (tests/e2e/backlog.rs: a burst of deployments and data plane restarts; it starts and stops
 # the data plane itself, so it runs alone, on a stack without one), plaintext
@@ -25,11 +27,16 @@ if [[ " $* " == *" backlog "* ]]; then
   export STACK_DATA_PLANE=off
 fi
 
+# The anchor's SDK and CLI (PyPI pipecatcloud), for the suites that drive the stack with them.
+if [[ " $* " == *" plaintext "* || " $* " == *" sessions "* ]]; then
+  scripts/local.sh pipecat-cli
+  export PIPECAT_BIN=$PWD/.local/pipecat-venv/bin/pipecat
+fi
+
 data_dir=""
 if [[ " $* " == *" plaintext "* ]]; then
   [ $# = 1 ] || { echo "the plaintext suite runs alone" >&2; exit 2; }
-  scripts/local.sh pipecat-cli
-  export PIPECAT_BIN=$PWD/.local/pipecat-venv/bin/pipecat RUST_LOG=info
+  export RUST_LOG=info
   data_dir=.local/e2e-dynamodb
   rm -rf "$data_dir"
 fi
@@ -96,6 +103,7 @@ for suite in "$@"; do
     schemathesis) schemathesis ;;
     backlog) suite_cargo backlog ;;
     plaintext) suite_cargo plaintext ;;
+    sessions) suite_cargo sessions ;;
     *) echo "unknown suite $suite" >&2; exit 2 ;;
   esac
   echo "e2e $mode $suite: passed in $(($(date +%s) - started)) s"

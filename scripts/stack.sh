@@ -13,6 +13,7 @@
 #   STACK_API_URL          base address of the API, with /v1
 #   STACK_LAMBDA_URL       Lambda's Invoke API (POST .../2015-03-31/functions/NAME/invocations)
 #   STACK_INGEST_FUNCTION  the ingest function's name there
+#   STACK_SWEEPER_FUNCTION the session sweeper's
 #   STACK_GATEWAY          what answers a denied request: none (the function) or sam-rest-api
 #   STACK_LOGS             the servers' log files
 #   STACK_SAM_ARCH, STACK_CONTAINER_DYNAMODB_ENDPOINT, STACK_CONTAINER_KMS_ENDPOINT (sam): the
@@ -207,7 +208,7 @@ stack_watch() {
   STACK_LOGS+=("$log")
   stack_wait_for "http://127.0.0.1:$port/" "cargo lambda watch" "$!" "$log"
   export STACK_API_URL="http://127.0.0.1:$port/v1" STACK_LAMBDA_URL="http://127.0.0.1:$port"
-  export STACK_INGEST_FUNCTION=ingest-logs STACK_GATEWAY=none
+  export STACK_INGEST_FUNCTION=ingest-logs STACK_SWEEPER_FUNCTION=session-sweeper STACK_GATEWAY=none
   stack_data_plane binary
 }
 
@@ -317,7 +318,8 @@ stack_sam() {
   stack_wait_for "http://127.0.0.1:$port/" "sam local start-api" "$api_pid" "$api_log"
   stack_wait_for "http://127.0.0.1:$invoke_port/" "sam local start-lambda" "$lambda_pid" "$lambda_log"
   export STACK_API_URL="http://127.0.0.1:$port/v1" STACK_LAMBDA_URL="http://127.0.0.1:$invoke_port"
-  export STACK_INGEST_FUNCTION=IngestLogsFunction STACK_GATEWAY=sam-rest-api STACK_SAM_ARCH=$arch
+  export STACK_INGEST_FUNCTION=IngestLogsFunction STACK_SWEEPER_FUNCTION=SessionSweeperFunction
+  export STACK_GATEWAY=sam-rest-api STACK_SAM_ARCH=$arch
   export STACK_SAM_ENV_FILE=$env_file
   stack_data_plane logical
 }

@@ -13,15 +13,10 @@ use serde_json::Value;
 use shared::agent::{DeploymentError, DeploymentState, StatusReport};
 use time::OffsetDateTime;
 
+use crate::outbox::{Message, Scheduled};
+
 /// The tag that makes the simulation fail a deployment (the README's walkthrough uses it).
 pub const FAILING_TAG_SUFFIX: &str = "-fail";
-
-/// A report to send `after` a delay.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Scheduled {
-    pub after: Duration,
-    pub report: StatusReport,
-}
 
 /// Whether an image reference's tag asks the simulation to fail.
 pub fn fails(image: &str) -> bool {
@@ -49,7 +44,7 @@ pub fn respond(event: &Value, ready_after: Duration) -> Vec<Scheduled> {
         .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
         .max(1);
     let report = |state: DeploymentState, ready_replicas: u32, error: Option<DeploymentError>| {
-        StatusReport {
+        Message::Deployment(StatusReport {
             namespace: text("namespace"),
             agent: text("agentName"),
             deployment_id: text("deploymentId"),
@@ -59,7 +54,7 @@ pub fn respond(event: &Value, ready_after: Duration) -> Vec<Scheduled> {
             error,
             // Set when sent: a report's time orders it.
             observed_at: OffsetDateTime::UNIX_EPOCH,
-        }
+        })
     };
     if fails(&image) {
         let error = DeploymentError {
@@ -69,40 +64,32 @@ pub fn respond(event: &Value, ready_after: Duration) -> Vec<Scheduled> {
         vec![
             Scheduled {
                 after: Duration::ZERO,
-                report: report(DeploymentState::Pending, 0, None),
+                message: report(DeploymentState::Pending, 0, None),
             },
             Scheduled {
                 after: ready_after,
-                report: report(DeploymentState::Failed, 0, Some(error)),
+                message: report(DeploymentState::Failed, 0, Some(error)),
             },
         ]
     } else {
         vec![Scheduled {
             after: ready_after,
-            report: report(DeploymentState::Ready, replicas, None),
+            message: report(DeploymentState::Ready, replicas, None),
         }]
     }
-}
-
-/// The `Deployment Status` event of a report, as the data plane puts it on the bus.
-pub fn report_event(report: &StatusReport) -> Value {
-    serde_json::json!({
-        "version": "0",
-        "id": uuid::Uuid::new_v4().to_string(),
-        "detail-type": shared::agent::status::DETAIL_TYPE,
-        "source": "agent-hosting.data-plane",
-        "account": "000000000000",
-        "time": shared::timestamp::now_rfc3339_millis(),
-        "region": "us-east-1",
-        "resources": [],
-        "detail": report,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn report_of(scheduled: &Scheduled) -> &StatusReport {
+        match &scheduled.message {
+            Message::Deployment(report) => report,
+            other => panic!("not a deployment's report: {other:?}"),
+        }
+    }
 
     fn requested(image: &str, min_replicas: &str) -> Value {
         json!({
@@ -126,7 +113,7 @@ mod tests {
         );
         assert_eq!(scheduled.len(), 1);
         assert_eq!(scheduled[0].after, Duration::from_secs(2));
-        let report = &scheduled[0].report;
+        let report = report_of(&scheduled[0]);
         assert_eq!(
             (report.state, report.ready_replicas),
             (DeploymentState::Ready, 2)
@@ -140,7 +127,7 @@ mod tests {
             ("dev-local", "demo-agent", "d-1")
         );
         let scaled_to_zero = respond(&requested("a:1", "0"), Duration::ZERO);
-        assert_eq!(scaled_to_zero[0].report.ready_replicas, 1);
+        assert_eq!(report_of(&scaled_to_zero[0]).ready_replicas, 1);
     }
 
     #[test]
@@ -163,10 +150,10 @@ mod tests {
             &requested("ghcr.io/acme/agent:2.0-fail", "0"),
             Duration::from_secs(1),
         );
-        let states: Vec<DeploymentState> = scheduled.iter().map(|s| s.report.state).collect();
+        let states: Vec<DeploymentState> = scheduled.iter().map(|s| report_of(s).state).collect();
         assert_eq!(states, [DeploymentState::Pending, DeploymentState::Failed]);
         assert_eq!(
-            scheduled[1].report.error.as_ref().unwrap().code,
+            report_of(&scheduled[1]).error.as_ref().unwrap().code,
             "ImagePullBackOff"
         );
     }

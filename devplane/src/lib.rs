@@ -1,12 +1,17 @@
-//! The development data plane (contract section 7, locally): template.yaml's pipes run on
-//! DynamoDB Local's stream of the agents table (`pipes`, `stream`), and a simulated cluster that
-//! answers each requested deployment with the reports a cluster would send (`cluster`), delivered
-//! by the bus's rule to the status function through Lambda's Invoke API, a few at a time, keeping
-//! its place in the stream between runs (`checkpoint`); and what each deployment would receive
+//! The development data plane (contract sections 7 and 11, locally): template.yaml's pipes run
+//! on DynamoDB Local's stream of the agents table (`pipes`, `stream`), and a simulated cluster
+//! that answers each requested deployment (`cluster`) and session (`sessions`) with what a
+//! cluster would send (`outbox`): reports delivered by the bus's rules to the status functions
+//! through Lambda's Invoke API, a few at a time, and a session's log lines to the ingest
+//! function, keeping its place in the stream between runs (`checkpoint`); the template's
+//! schedules run as EventBridge runs them (`functions`); and what each deployment would receive
 //! of its secret sets, opened as a data plane opens them, logged by key name (`secrets`).
 
 pub mod checkpoint;
 pub mod cluster;
+pub mod functions;
+pub mod outbox;
 pub mod pipes;
 pub mod secrets;
+pub mod sessions;
 pub mod stream;

@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use dev_data_plane::checkpoint::Checkpoint;
-use dev_data_plane::cluster::{self, Scheduled};
+use dev_data_plane::cluster;
+use dev_data_plane::functions::{self, Function, Schedule};
+use dev_data_plane::outbox::{Message, Scheduled, SessionLines};
 use dev_data_plane::pipes::{self, Pipe, Rule};
 use dev_data_plane::secrets::SetReader;
+use dev_data_plane::sessions;
 use dev_data_plane::stream::{self, BoxError, StreamReader, StreamRecord};
 use serde_json::Value;
 use shared::store::kms::KmsKeyOpener;
@@ -56,13 +59,19 @@ struct Cli {
     /// sets are not read.
     #[arg(long, env = "KMS_ENDPOINT")]
     kms_endpoint: Option<String>,
+    /// The template's schedules run at least this often locally (the sweeper's minute, every
+    /// 10 s by default, so that a session past its deadline is ended soon after); 0 runs none.
+    #[arg(long, env = "DEV_SCHEDULE_EVERY_MS", default_value_t = 10_000)]
+    schedule_every_ms: u64,
 }
 
-/// Delivers reports through the stack's Invoke API, a bounded number at a time.
+/// Delivers reports and lines through the stack's Invoke API, a bounded number at a time.
 #[derive(Clone)]
 struct Delivery {
     http: reqwest::Client,
     rules: Arc<Vec<Rule>>,
+    /// Where a session's lines go: the subscription's function.
+    ingest: Arc<Function>,
     invoke_url: String,
     names: Names,
     permits: Arc<Semaphore>,
@@ -97,7 +106,8 @@ async fn open_reader(streams: &stream::LocalStreams, table: &str) -> StreamReade
 }
 
 async fn run(cli: Cli) -> Result<(), BoxError> {
-    let (pipes, rules) = pipes::from_template(&std::fs::read_to_string(&cli.template)?)?;
+    let template = std::fs::read_to_string(&cli.template)?;
+    let (pipes, rules) = pipes::from_template(&template)?;
     let streams = stream::LocalStreams::new(&cli.endpoint);
     let mut reader = open_reader(&streams, &cli.agents_table).await;
     let mut checkpoint = Checkpoint::load(&cli.checkpoint, reader.stream_arn());
@@ -116,13 +126,20 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
     let delivery = Delivery {
         http: reqwest::Client::new(),
         rules: Arc::new(rules),
+        ingest: Arc::new(functions::by_binary(&template, "ingest-logs")?),
         invoke_url: cli.invoke_url.clone(),
         names: cli.function_names,
         permits: Arc::new(Semaphore::new(usize::from(cli.max_in_flight))),
     };
+    if cli.schedule_every_ms > 0 {
+        let most = Duration::from_millis(cli.schedule_every_ms);
+        for schedule in functions::schedules(&template)? {
+            tokio::spawn(delivery.clone().run_schedule(schedule, most));
+        }
+    }
     let sets = set_reader(&cli)?.map(Arc::new);
     let ready_after = Duration::from_millis(cli.ready_after_ms);
-    // Each delivered (or abandoned) report says which record it was for.
+    // Each delivered (or abandoned) message says which record it was for.
     let (done, mut delivered) = mpsc::unbounded_channel::<(String, String)>();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     loop {
@@ -134,12 +151,16 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
                     if let Some(sets) = &sets {
                         receive_sets(sets, &events);
                     }
-                    let reports: Vec<Scheduled> = events
+                    let messages: Vec<Scheduled> = events
                         .iter()
-                        .flat_map(|event| cluster::respond(event, ready_after))
+                        .flat_map(|event| {
+                            let mut answers = cluster::respond(event, ready_after);
+                            answers.extend(sessions::respond(event));
+                            answers
+                        })
                         .collect();
-                    checkpoint.read(&record.shard, &record.sequence, reports.len());
-                    for scheduled in reports {
+                    checkpoint.read(&record.shard, &record.sequence, messages.len());
+                    for scheduled in messages {
                         let (delivery, done) = (delivery.clone(), done.clone());
                         let origin = (record.shard.clone(), record.sequence.clone());
                         tokio::spawn(async move {
@@ -219,64 +240,121 @@ fn receive_sets(sets: &Arc<SetReader>, events: &[Value]) {
 }
 
 impl Delivery {
-    /// Waits the report's delay, then puts it on the (simulated) bus, tried again a few times.
+    /// Waits the message's delay, then sends it (a report on the simulated bus, lines to the
+    /// ingest function), tried again a few times.
     async fn send(&self, mut scheduled: Scheduled) {
         tokio::time::sleep(scheduled.after).await;
         let Ok(_permit) = self.permits.acquire().await else {
             return;
         };
-        let report = &mut scheduled.report;
+        let message = &mut scheduled.message;
         for attempt in 1..=DELIVERY_ATTEMPTS {
-            report.observed_at = time::OffsetDateTime::now_utc();
-            match self.put(&cluster::report_event(report)).await {
+            message.stamped(time::OffsetDateTime::now_utc());
+            let sent = match (message.bus_event(), &*message) {
+                (Some(event), _) => self.put(&event).await,
+                (None, Message::Lines(lines)) => self.ingest(lines).await,
+                (None, _) => return,
+            };
+            match sent {
                 Ok(outcomes) => {
-                    println!(
-                        "dev data plane: reported {:?} for {}/{} deployment {}: {outcomes}",
-                        report.state, report.namespace, report.agent, report.deployment_id
-                    );
+                    println!("dev data plane: sent {}: {outcomes}", message.describe());
                     return;
                 }
                 Err(error) if attempt < DELIVERY_ATTEMPTS => {
-                    eprintln!("dev data plane: a report was not delivered ({error}); trying again");
+                    eprintln!(
+                        "dev data plane: a message was not delivered ({error}); trying again"
+                    );
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
                 Err(error) => eprintln!(
-                    "dev data plane: a report for {}/{} deployment {} was given up after {attempt} attempts: {error}",
-                    report.namespace, report.agent, report.deployment_id
+                    "dev data plane: {} was given up after {attempt} attempts: {error}",
+                    message.describe()
                 ),
             }
         }
+    }
+
+    /// The name the stack's Invoke API knows `function` by.
+    fn name_of<'a>(&self, logical: &'a str, binary: &'a str) -> &'a str {
+        match self.names {
+            Names::Logical => logical,
+            Names::Binary => binary,
+        }
+    }
+
+    /// Invokes `function` with `event`; what it answered.
+    async fn invoke(&self, function: &str, event: &Value) -> Result<String, BoxError> {
+        let response = self
+            .http
+            .post(format!(
+                "{}/2015-03-31/functions/{function}/invocations",
+                self.invoke_url
+            ))
+            .json(event)
+            .send()
+            .await?;
+        let status = response.status();
+        // Lambda's Invoke API says a function's own error in a header, with a 200.
+        let failed = response.headers().contains_key("x-amz-function-error");
+        let outcome: Value = response.json().await.unwrap_or(Value::Null);
+        if !status.is_success() || failed {
+            return Err(format!("{function}: {status} {outcome}").into());
+        }
+        Ok(format!("{status} {outcome}"))
     }
 
     /// Invokes the function of each rule the event matches; what they answered.
     async fn put(&self, event: &Value) -> Result<String, BoxError> {
         let mut outcomes = Vec::new();
         for rule in self.rules.iter() {
-            if !pipes::matches(&rule.pattern, event)? {
-                continue;
+            if pipes::matches(&rule.pattern, event)? {
+                let function = self.name_of(&rule.function, &rule.binary);
+                outcomes.push(self.invoke(function, event).await?);
             }
-            let function = match self.names {
-                Names::Logical => &rule.function,
-                Names::Binary => &rule.binary,
-            };
-            let response = self
-                .http
-                .post(format!(
-                    "{}/2015-03-31/functions/{function}/invocations",
-                    self.invoke_url
-                ))
-                .json(event)
-                .send()
-                .await?;
-            let status = response.status();
-            // Lambda's Invoke API says a function's own error in a header, with a 200.
-            let failed = response.headers().contains_key("x-amz-function-error");
-            let outcome: Value = response.json().await.unwrap_or(Value::Null);
-            if !status.is_success() || failed {
-                return Err(format!("{function}: {status} {outcome}").into());
-            }
-            outcomes.push(format!("{status} {outcome}"));
         }
         Ok(outcomes.join(", "))
+    }
+
+    /// Delivers a session's lines as its log stream's subscription would.
+    async fn ingest(&self, lines: &SessionLines) -> Result<String, BoxError> {
+        let source = shared::logs::LineSource {
+            namespace: &lines.namespace,
+            agent: &lines.agent,
+            deployment_id: &lines.deployment_id,
+            session_id: Some(&lines.session_id),
+        };
+        let millis = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+        let events: Vec<(String, i64, String)> = lines
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let at = i64::try_from(millis).unwrap_or(0) + i as i64;
+                (format!("{at}{i:04}"), at, line.clone())
+            })
+            .collect();
+        let data = shared::logs::subscription::log_data(
+            &source.log_group(),
+            &source.log_stream(),
+            &events,
+        );
+        let event = shared::logs::subscription::subscription_event(&data);
+        let ingest = self.name_of(&self.ingest.logical, &self.ingest.binary);
+        self.invoke(ingest, &event).await
+    }
+
+    /// Invokes the schedule's function as its rule would, at least every `most`.
+    async fn run_schedule(self, schedule: Schedule, most: Duration) {
+        let mut tick = tokio::time::interval(schedule.every.min(most));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let function = &schedule.function;
+        let name = self.name_of(&function.logical, &function.binary);
+        loop {
+            tick.tick().await;
+            let event = functions::scheduled_event(time::OffsetDateTime::now_utc());
+            if let Err(error) = self.invoke(name, &event).await {
+                eprintln!("dev data plane: the schedule of {name}: {error}");
+            }
+        }
     }
 }

@@ -243,36 +243,7 @@ pub fn parts(response: lambda_http::Response<lambda_http::Body>) -> (u16, serde_
     (status, body)
 }
 
-/// A subscription payload (what `awslogs.data` decodes to): events are (id, ms, message).
-pub fn log_data(
-    group: &str,
-    stream: &str,
-    events: &[(String, i64, String)],
-) -> aws_lambda_events::cloudwatch_logs::LogData {
-    let events: Vec<serde_json::Value> = events
-        .iter()
-        .map(|(id, timestamp, message)| {
-            serde_json::json!({"id": id, "timestamp": timestamp, "message": message})
-        })
-        .collect();
-    serde_json::from_value(serde_json::json!({
-        "messageType": "DATA_MESSAGE", "owner": "123456789012", "logGroup": group,
-        "logStream": stream, "subscriptionFilters": ["test"], "logEvents": events
-    }))
-    .unwrap()
-}
-
-/// The event CloudWatch Logs sends a subscription's function: the batch gzipped and
-/// base64-encoded. (aws_lambda_events' own Serialize of `AwsLogs` writes base64 that its
-/// Deserialize, and so the ingest function, refuses: "Invalid padding".)
-pub fn subscription_event(data: &aws_lambda_events::cloudwatch_logs::LogData) -> serde_json::Value {
-    use base64::Engine;
-    use std::io::Write;
-    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gzip.write_all(&serde_json::to_vec(data).unwrap()).unwrap();
-    let compressed = gzip.finish().unwrap();
-    serde_json::json!({"awslogs": {"data": base64::engine::general_purpose::STANDARD.encode(compressed)}})
-}
+pub use shared::logs::subscription::{log_data, subscription_event};
 
 /// A request to `/v1/agents/{agent}` as cargo lambda watch or a function URL sends it (no
 /// authorizer context; the key in the header), with a JSON body when given.

@@ -17,6 +17,7 @@ mod merge;
 pub mod query;
 pub mod read;
 pub mod store;
+pub mod subscription;
 pub mod text;
 
 pub use chunk::{LogChunk, pack};

@@ -1,0 +1,116 @@
+//! What the simulated cluster sends, and when: reports for the bus (`Deployment Status`,
+//! `Session Status`, as a data plane puts them there) and a session's log lines for the ingest
+//! function (as its log stream's subscription delivers them).
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use shared::agent::StatusReport;
+use time::OffsetDateTime;
+
+/// One thing to send.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Deployment(StatusReport),
+    Session(SessionStatus),
+    Lines(SessionLines),
+}
+
+/// A message to send `after` a delay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scheduled {
+    pub after: Duration,
+    pub message: Message,
+}
+
+/// A `Session Status` report's detail, as the data plane sends it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStatus {
+    pub namespace: String,
+    pub agent: String,
+    pub session_id: String,
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ws_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_status: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bot_start_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cold_start: Option<bool>,
+    /// Set when sent: a report's time orders it.
+    #[serde(with = "time::serde::rfc3339")]
+    pub observed_at: OffsetDateTime,
+}
+
+/// Lines a session's agent writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionLines {
+    pub namespace: String,
+    pub agent: String,
+    pub deployment_id: String,
+    pub session_id: String,
+    pub lines: Vec<String>,
+}
+
+impl Message {
+    /// The message as it is sent now: a report stamped with the time it is observed at.
+    pub fn stamped(&mut self, now: OffsetDateTime) {
+        match self {
+            Message::Deployment(report) => report.observed_at = now,
+            Message::Session(report) => report.observed_at = now,
+            Message::Lines(_) => {}
+        }
+    }
+
+    /// The bus event of a report; `None` for lines, which go to the ingest function.
+    pub fn bus_event(&self) -> Option<Value> {
+        match self {
+            Message::Deployment(report) => {
+                Some(bus_event(shared::agent::status::DETAIL_TYPE, report))
+            }
+            Message::Session(report) => {
+                Some(bus_event(shared::session::report::DETAIL_TYPE, report))
+            }
+            Message::Lines(_) => None,
+        }
+    }
+
+    /// What it is about, for the data plane's log.
+    pub fn describe(&self) -> String {
+        match self {
+            Message::Deployment(report) => format!(
+                "{:?} for {}/{} deployment {}",
+                report.state, report.namespace, report.agent, report.deployment_id
+            ),
+            Message::Session(report) => format!(
+                "{} for {}/{} session {}",
+                report.state, report.namespace, report.agent, report.session_id
+            ),
+            Message::Lines(lines) => format!(
+                "{} lines of {}/{} session {}",
+                lines.lines.len(),
+                lines.namespace,
+                lines.agent,
+                lines.session_id
+            ),
+        }
+    }
+}
+
+/// An event with `detail`, as the data plane puts it on the bus.
+fn bus_event(detail_type: &str, detail: &impl Serialize) -> Value {
+    serde_json::json!({
+        "version": "0",
+        "id": uuid::Uuid::new_v4().to_string(),
+        "detail-type": detail_type,
+        "source": "agent-hosting.data-plane",
+        "account": "000000000000",
+        "time": shared::timestamp::now_rfc3339_millis(),
+        "region": "us-east-1",
+        "resources": [],
+        "detail": detail,
+    })
+}
