@@ -92,8 +92,8 @@ fuzz:
 # BASELINE=rev also measures that commit's binaries in the same run (before/after).
 bench:
 	@scripts/local.sh dynamodb-tools
-	cargo build --release --quiet -p create-agent -p agent-logs -p ingest-logs -p authorizer \
-		-p agent-hosting-bench --bin create-agent --bin agent-logs --bin ingest-logs --bin authorizer \
+	cargo build --release --quiet -p create-agent -p get-agent -p agent-logs -p start-session -p ingest-logs -p authorizer \
+		-p agent-hosting-bench --bin create-agent --bin get-agent --bin agent-logs --bin start-session --bin ingest-logs --bin authorizer \
 		--bin hello-lambda --bin hello-current-thread --bin hello-dynamodb
 	@if [ -n "$(BASELINE)" ]; then \
 		BENCH_BASELINE="$$(scripts/bench-baseline.sh $(BASELINE))" BENCH_BASELINE_LABEL="$(BASELINE)" \

@@ -18,26 +18,32 @@
 //!
 //! Items read per logs page are `make logs-cost`'s table; handler CPU is `cargo bench`.
 
+mod function;
 mod runtime_api;
+mod session_cost;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use runtime_api::RuntimeApi;
+use function::{init_once, latency, millis, percentile};
 use shared::agent::AgentStore;
 use shared::config::TableNames;
 use shared::logs::LogStore;
 use shared::store::dynamodb::DynamoStore;
 use shared::store::tables;
 
-const FUNCTIONS: &[&str] = &["create-agent", "agent-logs", "ingest-logs", "authorizer"];
+const FUNCTIONS: &[&str] = &[
+    "create-agent",
+    "get-agent",
+    "agent-logs",
+    "start-session",
+    "ingest-logs",
+    "authorizer",
+];
 /// What the functions' init is compared with, each a column of ratios: lambda_runtime's own
 /// hello-world (`#[tokio::main]`), the same on the functions' current-thread runtime, and that
 /// with the service's DynamoDB client built at init.
 const BASELINES: [&str; 3] = ["hello-lambda", "hello-current-thread", "hello-dynamodb"];
-const TIMEOUT: Duration = Duration::from_secs(20);
-
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -64,198 +70,6 @@ fn env_number(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn required_env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} must be set (make bench sets it)"))
-}
-
-/// The environment Lambda gives a function, plus the service's own configuration.
-fn lambda_env(api: &RuntimeApi, tables: &TableNames, endpoint: &str) -> Vec<(String, String)> {
-    [
-        ("AWS_LAMBDA_RUNTIME_API", api.address.to_string()),
-        ("AWS_LAMBDA_FUNCTION_NAME", "bench".into()),
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256".into()),
-        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".into()),
-        ("AWS_LAMBDA_LOG_STREAM_NAME", "bench".into()),
-        ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/bench".into()),
-        ("AWS_REGION", "us-east-1".into()),
-        ("AWS_ACCESS_KEY_ID", "local".into()),
-        ("AWS_SECRET_ACCESS_KEY", "local".into()),
-        ("AGENTS_TABLE", tables.agents.clone()),
-        ("ACCOUNTS_TABLE", tables.accounts.clone()),
-        ("LOGS_TABLE", tables.logs.clone()),
-        // The paged functions read their cursor secret at init, from moto's Secrets Manager
-        // (scripts/with-moto.sh); builds of earlier commits read it from CURSOR_KEY.
-        ("CURSOR_SECRET_ID", required_env("CURSOR_SECRET_ID")),
-        (
-            "SECRETS_MANAGER_ENDPOINT",
-            required_env("SECRETS_MANAGER_ENDPOINT"),
-        ),
-        (
-            "CURSOR_KEY",
-            "bench-cursor-secret-of-32-bytes-or-more".into(),
-        ),
-        ("DYNAMODB_ENDPOINT", endpoint.into()),
-        ("RUST_LOG", "warn".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
-}
-
-fn spawn(binary: &Path, env: Vec<(String, String)>) -> tokio::process::Child {
-    tokio::process::Command::new(binary)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e} (build it with make bench)", binary.display()))
-}
-
-/// Starts `binary` with Lambda's environment and waits for its first poll: the running function
-/// and its init time (process start to first poll).
-async fn start(
-    binary: &Path,
-    tables: &TableNames,
-    endpoint: &str,
-) -> (RuntimeApi, tokio::process::Child, Duration) {
-    let mut api = RuntimeApi::start().await.expect("a loopback port");
-    let env = lambda_env(&api, tables, endpoint);
-    let started = Instant::now();
-    let child = spawn(binary, env);
-    let polled = api
-        .poll(TIMEOUT)
-        .await
-        .unwrap_or_else(|| panic!("{} never polled", binary.display()));
-    (api, child, polled - started)
-}
-
-/// Process start to first poll, once.
-async fn init_once(binary: &Path, tables: &TableNames, endpoint: &str) -> Duration {
-    let (_, mut child, init) = start(binary, tables, endpoint).await;
-    let _ = child.kill().await;
-    init
-}
-
-fn millis(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1_000.0
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
-struct Latency {
-    /// Median over the cold starts.
-    first: Duration,
-    p50: Duration,
-    p99: Duration,
-}
-
-/// Sends one event and times its answer, which must be a success of `expected` status.
-async fn invoke(api: &mut RuntimeApi, binary: &Path, event: Vec<u8>, expected: u16) -> Duration {
-    let sent = Instant::now();
-    api.send(event);
-    let (answered, error, body) = api.answer(TIMEOUT).await.expect("an answer");
-    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-    assert!(
-        !error && answer["statusCode"] == expected,
-        "{}: {answer}",
-        binary.display()
-    );
-    answered - sent
-}
-
-/// The first request after init, over `cold_starts` fresh processes per binary, then warm
-/// requests on the last of them; each binary takes its events from its own list. Binaries take
-/// turns (a cold start of each, then the next; a warm request to each, then the next), so that a
-/// drift of the store (DynamoDB Local's JVM warming up) hurts every binary alike.
-async fn latency(
-    binaries: &[PathBuf],
-    tables: &TableNames,
-    endpoint: &str,
-    events: Vec<Vec<Vec<u8>>>,
-    expected: u16,
-    cold_starts: usize,
-) -> Vec<Latency> {
-    let mut queues: Vec<_> = events.into_iter().map(Vec::into_iter).collect();
-    let mut firsts = vec![Vec::new(); binaries.len()];
-    let mut running = Vec::new();
-    let rounds = cold_starts.max(1);
-    for round in 0..rounds {
-        running.clear();
-        for (index, binary) in binaries.iter().enumerate() {
-            let (mut api, child, _) = start(binary, tables, endpoint).await;
-            let event = queues[index].next().expect("an event for each cold start");
-            firsts[index].push(invoke(&mut api, binary, event, expected).await);
-            // The last round's processes stay up for the warm requests.
-            if round + 1 == rounds {
-                running.push((api, child));
-            }
-        }
-    }
-    let mut times = vec![Vec::new(); binaries.len()];
-    loop {
-        let mut sent_any = false;
-        for (index, (api, _)) in running.iter_mut().enumerate() {
-            let Some(event) = queues[index].next() else {
-                continue;
-            };
-            sent_any = true;
-            times[index].push(invoke(api, &binaries[index], event, expected).await);
-        }
-        if !sent_any {
-            break;
-        }
-    }
-    firsts
-        .into_iter()
-        .zip(times)
-        .map(|(mut firsts, mut times)| {
-            firsts.sort_unstable();
-            times.sort_unstable();
-            Latency {
-                first: percentile(&firsts, 0.50),
-                p50: percentile(&times, 0.50),
-                p99: percentile(&times, 0.99),
-            }
-        })
-        .collect()
-}
-
-/// A store that accepts connections and never answers, on a free loopback port.
-async fn black_hole() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let address = listener.local_addr().expect("its address");
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
-    format!("http://{address}")
-}
-
-/// How long a create waits for its 503 when the store never answers (the SDK client's time
-/// bounds; tests/tests/store_timeouts.rs asserts the answer, this times it), median of `runs`.
-async fn time_to_unavailable(binary: &Path, tables: &TableNames, runs: usize) -> Duration {
-    let endpoint = black_hole().await;
-    let event = event_file("create-agent.json").to_string().into_bytes();
-    let mut times = Vec::new();
-    for _ in 0..runs {
-        let (mut api, mut child, _) = start(binary, tables, &endpoint).await;
-        times.push(invoke(&mut api, binary, event.clone(), 503).await);
-        let _ = child.kill().await;
-    }
-    times.sort_unstable();
-    percentile(&times, 0.50)
-}
-
 fn event_file(name: &str) -> serde_json::Value {
     let path = workspace().join("events").join(name);
     serde_json::from_str(&std::fs::read_to_string(&path).expect("an events/ fixture"))
@@ -280,6 +94,7 @@ async fn main() {
 
     let client =
         shared::aws::dynamodb_client(Some(&endpoint)).expect("a client for DynamoDB Local");
+    let store_client = client.clone();
     let suffix = std::process::id();
     let tables = TableNames {
         agents: format!("bench-agents-{suffix}"),
@@ -421,6 +236,39 @@ async fn main() {
     let events = vec![vec![logs.to_string().into_bytes(); cold_starts + requests]; builds.len()];
     let logs_latency = latency(&logs_binaries, &tables, &endpoint, events, 200, cold_starts).await;
 
+    // Latency of get: the gateway's event for demo-agent.
+    let get = event_file("get-agent.json").to_string().into_bytes();
+    let get_binaries: Vec<PathBuf> = builds.iter().map(|b| b.binary("get-agent")).collect();
+    let events = vec![vec![get; cold_starts + requests]; builds.len()];
+    let get_latency = latency(&get_binaries, &tables, &endpoint, events, 200, cold_starts).await;
+
+    // Latency of a session start (the write path: no data plane answers, so it does not wait),
+    // over ready agents enough for every start to find a place; builds without it are left out.
+    let start_builds: Vec<&Build> = builds
+        .iter()
+        .filter(|build| build.binary("start-session").exists())
+        .collect();
+    let starts_needed = start_builds.len() * (cold_starts + requests);
+    let start_events = session_agents(&store, starts_needed).await;
+    let start_binaries: Vec<PathBuf> = start_builds
+        .iter()
+        .map(|b| b.binary("start-session"))
+        .collect();
+    let per_build = cold_starts + requests;
+    let events = (0..start_builds.len())
+        .map(|i| start_events[i * per_build..(i + 1) * per_build].to_vec())
+        .collect();
+    let start_latency = latency(
+        &start_binaries,
+        &tables,
+        &endpoint,
+        events,
+        200,
+        cold_starts,
+    )
+    .await;
+    let session_cost = session_cost::measure(&store_client, &store, &tables).await;
+
     println!(
         "Cold init (process start to first Runtime API poll), median of {starts} starts, release profile:\n"
     );
@@ -453,14 +301,30 @@ async fn main() {
     );
     println!("| request | build | first after init (median) | warm p50 | warm p99 |");
     println!("|---|---|---:|---:|---:|");
-    for (name, latencies) in [
-        ("create (POST /v1/agents)", &create_latency),
+    let start_labels: Vec<&Build> = start_builds.clone();
+    for (name, labels, latencies) in [
+        (
+            "create (POST /v1/agents)",
+            builds.iter().collect(),
+            &create_latency,
+        ),
+        (
+            "get (GET /v1/agents/{name})",
+            builds.iter().collect(),
+            &get_latency,
+        ),
         (
             "logs page (GET .../logs, limit 5, 1,000 lines)",
+            builds.iter().collect::<Vec<&Build>>(),
             &logs_latency,
         ),
+        (
+            "session start (POST /v1/public/{name}/start, no wait)",
+            start_labels,
+            &start_latency,
+        ),
     ] {
-        for (build, latency) in builds.iter().zip(latencies) {
+        for (build, latency) in labels.iter().zip(latencies) {
             println!(
                 "| {name} | {} | {:.2} ms | {:.2} ms | {:.2} ms |",
                 build.label,
@@ -471,8 +335,14 @@ async fn main() {
         }
     }
     let silent_runs = 3;
-    let unavailable =
-        time_to_unavailable(&builds[0].binary("create-agent"), &tables, silent_runs).await;
+    let create_event = event_file("create-agent.json").to_string().into_bytes();
+    let unavailable = function::time_to_unavailable(
+        &builds[0].binary("create-agent"),
+        &tables,
+        create_event,
+        silent_runs,
+    )
+    .await;
     println!(
         "\nA store that accepts connections and never answers: create's 503 with Retry-After \
          after {:.0} ms (median of {silent_runs}; the SDK client's operation bound is {} s, \
@@ -480,6 +350,7 @@ async fn main() {
         millis(unavailable),
         shared::aws::OPERATION_TIMEOUT.as_secs()
     );
+    session_cost.print();
     println!("\nStripped release binaries:\n");
     println!("| binary | build | native x86_64 | arm64 bootstrap (make build) |");
     println!("|---|---|---:|---:|");
@@ -497,6 +368,51 @@ async fn main() {
             println!("| {name} | {} | {native} | {arm} |", build.label);
         }
     }
+}
+
+/// Ready agents in the start fixture's account with a place for each of `starts`, and the
+/// gateway's start event for each place, the agents taken in turn.
+async fn session_agents(store: &DynamoStore, starts: usize) -> Vec<Vec<u8>> {
+    let start = event_file("start-session.json");
+    let namespace = start["requestContext"]["authorizer"]["namespace"]
+        .as_str()
+        .expect("the fixture's namespace")
+        .to_owned();
+    let owner = shared::auth::Principal {
+        account_id: "dev-sessions".into(),
+        namespace,
+    };
+    let places = shared::agent::config::MAX_AGENTS.end().to_owned() as usize;
+    let agents = starts.div_ceil(places);
+    for i in 0..agents {
+        let body = serde_json::json!({"serviceName": format!("bench-voice-{i}"),
+            "image": "ghcr.io/acme/agent:1.0", "autoScaling": {"maxAgents": places}});
+        let (name, config) = shared::agent::ConfigChanges::from_json(body)
+            .and_then(shared::agent::ConfigChanges::into_new_agent)
+            .expect("a valid agent");
+        let agent =
+            shared::agent::AgentRecord::new(&owner, &name, config, "2026-11-25T00:00:00.000Z");
+        store.create_agent(&agent, None).await.expect("an agent");
+        let mut ready = agent.next_version();
+        ready.active.status.state = shared::agent::DeploymentState::Ready;
+        let change = shared::agent::Change::Status {
+            deployment_id: &ready.active.deployment.id,
+            status: &ready.active.status,
+        };
+        store
+            .write_agent(agent.version, &ready, change, None)
+            .await
+            .expect("ready");
+    }
+    (0..starts)
+        .map(|i| {
+            let name = format!("bench-voice-{}", i % agents);
+            let mut event = start.clone();
+            event["path"] = format!("/v1/public/{name}/start").into();
+            event["pathParameters"]["agentName"] = name.into();
+            event.to_string().into_bytes()
+        })
+        .collect()
 }
 
 /// The size of `name`'s arm64 bootstrap from the last `make build` (`.aws-sam/build/`).
