@@ -5,7 +5,7 @@
 #   scripts/e2e.sh watch SUITE...   the functions behind cargo lambda watch
 #   scripts/e2e.sh sam SUITE...     the template as deployed, through sam local
 #
-# Suites: http (tests/e2e/http.rs: the API over HTTP), sessions (tests/e2e/sessions.rs: the
+# Suites: http (tests/e2e/http.rs: the API over HTTP), sessions (tests/e2e/anchor_sessions.rs: the
 # anchor's SDK and CLI start, list and stop sessions through the stack), invoke
 # (tests/e2e/sam_invoke.rs: every fixture of events/ through `sam local invoke`; sam only),
 # schemathesis (openapi.yaml against
@@ -103,7 +103,7 @@ for suite in "$@"; do
     schemathesis) schemathesis ;;
     backlog) suite_cargo backlog ;;
     plaintext) suite_cargo plaintext ;;
-    sessions) suite_cargo sessions ;;
+    sessions) suite_cargo anchor_sessions ;;
     *) echo "unknown suite $suite" >&2; exit 2 ;;
   esac
   echo "e2e $mode $suite: passed in $(($(date +%s) - started)) s"

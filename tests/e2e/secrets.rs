@@ -270,7 +270,8 @@ async fn a_public_key_is_refused_403_on_every_route_but_a_session_start_and_chan
         .await;
     assert!(public.expose().starts_with("ahp_"));
     let agent = json!({"serviceName": "other", "image": "ghcr.io/acme/agent:1.0"});
-    let routes: [(Method, &str, Option<&Value>); 12] = [
+    let session = "/agents/guarded/sessions/0193a000-0000-7000-8000-000000000000";
+    let routes: [(Method, &str, Option<&Value>); 15] = [
         (Method::POST, "/agents", Some(&agent)),
         (Method::GET, "/agents", None),
         (Method::GET, "/agents/guarded", None),
@@ -287,6 +288,9 @@ async fn a_public_key_is_refused_403_on_every_route_but_a_session_start_and_chan
         (Method::GET, "/secrets/kept", None),
         (Method::DELETE, "/secrets/kept/K", None),
         (Method::DELETE, "/secrets/kept", None),
+        (Method::GET, "/agents/guarded/sessions", None),
+        (Method::GET, session, None),
+        (Method::DELETE, session, None),
     ];
     for (method, path, body) in routes {
         let answer = stack

@@ -1,11 +1,13 @@
 //! Sessions through the real handlers on DynamoDB Local (contract section 11): starts under a
 //! public or a private key, refused as the contract says with nothing written, and counted in
-//! the agent's `activeSessionCount`; a session read by its id and stopped, in its account only.
+//! the agent's `activeSessionCount`; a session read by its id, stopped and listed, in its account
+//! only; an agent's delete ends its sessions.
 
 use integration_tests::{TestStore, acme_with_voice, parts, ready_agent, start_session};
 use serde_json::{Value, json};
 use shared::agent::AgentStore;
 use shared::auth::{ApiKey, Principal};
+use shared::session::SessionStore;
 
 async fn active_sessions(store: &TestStore, caller: &Principal, agent: &str) -> u32 {
     let agent = store
@@ -267,4 +269,84 @@ async fn a_stop_is_asked_for_once_and_answered_again() {
         .unwrap()
         .unwrap();
     assert_eq!(unchanged, asked, "asked once: nothing written again");
+}
+
+async fn list(store: &TestStore, key: &ApiKey, agent: &str, query: &[(&str, &str)]) -> (u16, Value) {
+    use lambda_http::RequestExt;
+    let request = http::Request::builder()
+        .method("GET")
+        .uri(format!("https://api.example.com/v1/agents/{agent}/sessions"))
+        .header("authorization", integration_tests::bearer(key))
+        .body(lambda_http::Body::Empty)
+        .unwrap()
+        .with_path_parameters(std::collections::HashMap::from([(
+            "agentName".to_owned(),
+            agent.to_owned(),
+        )]))
+        .with_query_string_parameters(
+            query
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect::<std::collections::HashMap<_, _>>(),
+        );
+    let cursor_key = &integration_tests::CURSOR_KEY;
+    parts(list_sessions::handle(&store.store, &store.store, &store.store, cursor_key, request).await)
+}
+
+#[tokio::test]
+async fn an_agent_s_sessions_are_listed_newest_first_to_its_account_only() {
+    let (store, _, key, public) = acme_with_voice().await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let (_, started) = parts(start_session(&store, &public, "voice", None).await);
+        ids.push(started["sessionId"].as_str().unwrap().to_owned());
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    assert_eq!(stop(&store, &key, "voice", &ids[1]).await.0, 200);
+
+    let (status, page) = list(&store, &key, "voice", &[("limit", "2")]).await;
+    assert_eq!(status, 200, "{page}");
+    let listed: Vec<&str> = page["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [ids[2].as_str(), ids[1].as_str()], "newest first");
+    assert_eq!(page["total"], json!({"value": 3, "relation": "eq"}));
+    let cursor = page["nextCursor"].as_str().expect("one more");
+    let (_, rest) = list(&store, &key, "voice", &[("limit", "2"), ("cursor", cursor)]).await;
+    assert_eq!(rest["sessions"][0]["sessionId"], ids[0].as_str());
+    assert!(rest.get("nextCursor").is_none());
+
+    let (_, theirs) = store.account_with_key("globex").await;
+    let (status, answer) = list(&store, &theirs, "voice", &[]).await;
+    assert_eq!((status, answer["code"].as_str()), (404, Some("NOT_FOUND")));
+    let (status, answer) = list(&store, &theirs, "voice", &[("cursor", cursor)]).await;
+    assert_eq!(
+        (status, answer["field"].as_str()),
+        (400, Some("cursor")),
+        "another account's cursor opens nothing"
+    );
+    let (status, answer) = list(&store, &public, "voice", &[]).await;
+    assert_eq!((status, answer["code"].as_str()), (403, Some("FORBIDDEN")));
+}
+
+#[tokio::test]
+async fn deleting_an_agent_ends_its_sessions_and_frees_nothing_of_a_new_agent_of_the_name() {
+    let (store, caller, key, public) = acme_with_voice().await;
+    let (_, started) = parts(start_session(&store, &public, "voice", None).await);
+    let id = started["sessionId"].as_str().unwrap().to_owned();
+    let service = store.service_of(&caller.namespace, "voice").await;
+    let (status, _, _) = integration_tests::call(&store, &key, "DELETE", "voice", None).await;
+    assert_eq!(status, 200);
+    let session = store
+        .store
+        .get_session(&caller.namespace, &service, &id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(session.state, shared::session::SessionState::Ended);
+    assert_eq!(session.completion_status.as_deref(), Some("agentDeleted"));
+    assert!(session.expires_at.is_some(), "kept as long as the agent's lines");
 }

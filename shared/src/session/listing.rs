@@ -278,3 +278,98 @@ pub async fn list<A: AgentStore, S: SessionStore>(
         next_cursor,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: CursorKey = CursorKey::from_bytes([1; 32]);
+
+    fn parse(query: &str) -> Result<SessionQuery, ApiError> {
+        let pairs: Vec<(&str, &str)> = query
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split_once('=').unwrap_or((p, "")))
+            .collect();
+        SessionQuery::from_params(pairs, &KEY, "ns", "voice")
+    }
+
+    fn rejected(query: &str, field: &str) {
+        let error = parse(query).expect_err(query);
+        assert_eq!(error.status().as_u16(), 400, "{query}");
+        assert_eq!(error.field(), Some(field), "{query}");
+    }
+
+    #[test]
+    fn defaults_and_every_filter() {
+        let query = parse("").unwrap();
+        assert_eq!(query.limit, DEFAULT_LIMIT);
+        assert_eq!(query.filter.status, StatusFilter::All);
+        assert_eq!(
+            parse("status=&limit=&endState=").unwrap(),
+            query,
+            "empty is absent"
+        );
+        let full = parse(
+            "status=ended&endState=agent_start_timeout&deploymentId=d&startTime=10&endTime=20&limit=100",
+        )
+        .unwrap();
+        assert_eq!(full.filter.status, StatusFilter::Ended);
+        assert_eq!(full.filter.end_state, Some(EndState::AgentStartTimeout));
+        assert_eq!(full.filter.deployment_id.as_deref(), Some("d"));
+        assert_eq!(
+            full.within,
+            StartedWithin {
+                from: Some(10),
+                until: Some(20)
+            }
+        );
+        for state in EndState::ALL {
+            let parsed = parse(&format!("endState={}", state.as_str())).unwrap();
+            assert_eq!(parsed.filter.end_state, Some(state));
+        }
+    }
+
+    #[test]
+    fn every_rule_is_a_400_naming_its_parameter() {
+        for bad in ["status=live", "status=ACTIVE"] {
+            rejected(bad, "status");
+        }
+        for bad in ["endState=finished", "endState=Active"] {
+            rejected(bad, "endState");
+        }
+        for bad in ["limit=0", "limit=101", "limit=x", "limit=1.5"] {
+            rejected(bad, "limit");
+        }
+        rejected("startTime=-1", "startTime");
+        rejected("startTime=1745008457153", "startTime");
+        rejected("startTime=20&endTime=20", "endTime");
+        rejected(&format!("deploymentId={}", "d".repeat(257)), "deploymentId");
+        rejected("cursor=forged", "cursor");
+        rejected("sesionId=s", "sesionId");
+        rejected("limit=5&limit=6", "limit");
+    }
+
+    #[test]
+    fn a_cursor_continues_only_the_list_it_was_made_for() {
+        let id = "0193a000-0000-7000-8000-000000000000";
+        let query = parse("status=active").unwrap();
+        let cursor = KEY.encode(&CURSOR_FORMAT, &query.fingerprint("ns", "voice"), id);
+        let pairs = [("status", "active"), ("cursor", cursor.as_str())];
+        let next = SessionQuery::from_params(pairs, &KEY, "ns", "voice").unwrap();
+        assert_eq!(next.after.as_deref(), Some(id));
+        for (namespace, agent, status) in [
+            ("other-ns", "voice", "active"),
+            ("ns", "other", "active"),
+            ("ns", "voice", "ended"),
+        ] {
+            let pairs = [("status", status), ("cursor", cursor.as_str())];
+            let error = SessionQuery::from_params(pairs, &KEY, namespace, agent).unwrap_err();
+            assert_eq!(
+                error.field(),
+                Some("cursor"),
+                "{namespace} {agent} {status}"
+            );
+        }
+    }
+}
