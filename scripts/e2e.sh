@@ -42,9 +42,12 @@ if [[ " $* " == *" plaintext "* ]]; then
 fi
 
 # Built once for the whole run; the suites then time requests, not compilation.
+step=$(date +%s)
 cargo build --quiet -p integration-tests --features e2e --tests
+echo "e2e $mode: suites built in $(($(date +%s) - step)) s"
 export RUST_LOG=${RUST_LOG:-warn}
 STACK_WATCH_IGNORE_CHANGES=1
+step=$(date +%s)
 stack_store "$(scripts/local.sh free-port)" $data_dir
 case "$mode" in
   watch) stack_watch "$(scripts/local.sh free-port)" ;;
@@ -55,6 +58,7 @@ case "$mode" in
     ;;
   *) echo "usage: e2e.sh watch|sam SUITE..." >&2; exit 2 ;;
 esac
+echo "e2e $mode: stack up (its functions built) in $(($(date +%s) - step)) s"
 
 suite_cargo() {
   # --show-output: what the suites print of passing tests (each fixture's answer, each stated

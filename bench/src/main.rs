@@ -387,22 +387,7 @@ async fn session_agents(store: &DynamoStore, starts: usize) -> Vec<Vec<u8>> {
     for i in 0..agents {
         let body = serde_json::json!({"serviceName": format!("bench-voice-{i}"),
             "image": "ghcr.io/acme/agent:1.0", "autoScaling": {"maxAgents": places}});
-        let (name, config) = shared::agent::ConfigChanges::from_json(body)
-            .and_then(shared::agent::ConfigChanges::into_new_agent)
-            .expect("a valid agent");
-        let agent =
-            shared::agent::AgentRecord::new(&owner, &name, config, "2026-11-25T00:00:00.000Z");
-        store.create_agent(&agent, None).await.expect("an agent");
-        let mut ready = agent.next_version();
-        ready.active.status.state = shared::agent::DeploymentState::Ready;
-        let change = shared::agent::Change::Status {
-            deployment_id: &ready.active.deployment.id,
-            status: &ready.active.status,
-        };
-        store
-            .write_agent(agent.version, &ready, change, None)
-            .await
-            .expect("ready");
+        session_cost::ready_agent(store, &owner, body).await;
     }
     (0..starts)
         .map(|i| {

@@ -69,6 +69,30 @@ async fn raw(client: &Client, table: &str, pk: &str, sk: &str) -> HashMap<String
         .expect("the item")
 }
 
+/// Agent `body` of `owner`, created and its deployment reported ready: it takes sessions.
+pub async fn ready_agent(
+    store: &DynamoStore,
+    owner: &Principal,
+    body: serde_json::Value,
+) -> AgentRecord {
+    let (name, config) = ConfigChanges::from_json(body)
+        .and_then(ConfigChanges::into_new_agent)
+        .expect("a valid agent");
+    let agent = AgentRecord::new(owner, &name, config, "2026-11-25T10:00:00.000Z");
+    store.create_agent(&agent, None).await.expect("the agent");
+    let mut ready = agent.next_version();
+    ready.active.status.state = DeploymentState::Ready;
+    let change = Change::Status {
+        deployment_id: &ready.active.deployment.id,
+        status: &ready.active.status,
+    };
+    store
+        .write_agent(agent.version, &ready, change, None)
+        .await
+        .expect("ready");
+    agent
+}
+
 /// One step of a session's life: its read and write units.
 pub struct Step {
     pub name: &'static str,
@@ -89,24 +113,9 @@ pub async fn measure(client: &Client, store: &DynamoStore, tables: &TableNames) 
         account_id: "bench-cost".into(),
         namespace: "bench-cost-ns".into(),
     };
-    let (name, config) = ConfigChanges::from_json(
-        json!({"serviceName": "cost-agent", "image": "ghcr.io/acme/voice-agent:1.4.2",
-               "secretSet": null, "agentProfile": "agent-1x"}),
-    )
-    .and_then(ConfigChanges::into_new_agent)
-    .expect("a valid agent");
-    let agent = AgentRecord::new(&owner, &name, config, "2026-11-25T10:00:00.000Z");
-    store.create_agent(&agent, None).await.expect("the agent");
-    let mut ready = agent.next_version();
-    ready.active.status.state = DeploymentState::Ready;
-    let change = Change::Status {
-        deployment_id: &ready.active.deployment.id,
-        status: &ready.active.status,
-    };
-    store
-        .write_agent(agent.version, &ready, change, None)
-        .await
-        .expect("ready");
+    let body = json!({"serviceName": "cost-agent", "image": "ghcr.io/acme/voice-agent:1.4.2"});
+    let agent = ready_agent(store, &owner, body).await;
+    let name = agent.name.clone();
 
     let request = SessionRequest {
         body: Some(

@@ -271,11 +271,18 @@ async fn a_stop_is_asked_for_once_and_answered_again() {
     assert_eq!(unchanged, asked, "asked once: nothing written again");
 }
 
-async fn list(store: &TestStore, key: &ApiKey, agent: &str, query: &[(&str, &str)]) -> (u16, Value) {
+async fn list(
+    store: &TestStore,
+    key: &ApiKey,
+    agent: &str,
+    query: &[(&str, &str)],
+) -> (u16, Value) {
     use lambda_http::RequestExt;
     let request = http::Request::builder()
         .method("GET")
-        .uri(format!("https://api.example.com/v1/agents/{agent}/sessions"))
+        .uri(format!(
+            "https://api.example.com/v1/agents/{agent}/sessions"
+        ))
         .header("authorization", integration_tests::bearer(key))
         .body(lambda_http::Body::Empty)
         .unwrap()
@@ -290,7 +297,16 @@ async fn list(store: &TestStore, key: &ApiKey, agent: &str, query: &[(&str, &str
                 .collect::<std::collections::HashMap<_, _>>(),
         );
     let cursor_key = &integration_tests::CURSOR_KEY;
-    parts(list_sessions::handle(&store.store, &store.store, &store.store, cursor_key, request).await)
+    parts(
+        list_sessions::handle(
+            &store.store,
+            &store.store,
+            &store.store,
+            cursor_key,
+            request,
+        )
+        .await,
+    )
 }
 
 #[tokio::test]
@@ -348,5 +364,8 @@ async fn deleting_an_agent_ends_its_sessions_and_frees_nothing_of_a_new_agent_of
         .unwrap();
     assert_eq!(session.state, shared::session::SessionState::Ended);
     assert_eq!(session.completion_status.as_deref(), Some("agentDeleted"));
-    assert!(session.expires_at.is_some(), "kept as long as the agent's lines");
+    assert!(
+        session.expires_at.is_some(),
+        "kept as long as the agent's lines"
+    );
 }

@@ -126,8 +126,7 @@ mod tests {
     use shared::store::memory::MemoryStore;
 
     fn event(name: &str) -> ApiGatewayCustomAuthorizerRequestTypeRequest {
-        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+        shared::testing::fixture_event(name)
     }
 
     fn with_key(key: &str) -> ApiGatewayCustomAuthorizerRequestTypeRequest {

@@ -60,8 +60,7 @@ mod tests {
     const KEPT: SessionRetention = SessionRetention(time::Duration::days(30));
 
     fn event(name: &str) -> EventBridgeEvent<serde_json::Value> {
-        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+        shared::testing::fixture_event(name)
     }
 
     #[tokio::test]

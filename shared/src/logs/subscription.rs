@@ -79,8 +79,9 @@ mod tests {
             "d/s",
             &[("1".into(), 5, "hello".into())],
         );
+        let sent = subscription_event(&data).to_string();
         let event: aws_lambda_events::cloudwatch_logs::LogsEvent =
-            serde_json::from_value(subscription_event(&data)).unwrap();
+            serde_json::from_str(&sent).unwrap();
         assert_eq!(event.aws_logs.data, data);
     }
 }

@@ -106,6 +106,14 @@ async fn seed_fixture_session<S: SessionStore>(
     }
 }
 
+/// The event of `events/{name}`, as its source (EventBridge, the authorizer's gateway) hands it
+/// to a function.
+pub fn fixture_event<T: serde::de::DeserializeOwned>(name: &str) -> T {
+    let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 /// The event of `events/{name}`, as API Gateway hands it to a function.
 pub fn fixture_request(name: &str) -> lambda_http::Request {
     let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -103,6 +103,22 @@ impl WriteUnits {
     }
 }
 
+/// Before round `round` (from 0) of a batch request whose `left` requests the store has not
+/// processed yet: a jitter-free exponential backoff after the first (the SDK already retried
+/// throttling), and an error once [`UNPROCESSED_ROUNDS`] have passed.
+async fn before_round(round: &mut u32, left: usize) -> Result<(), StoreError> {
+    if *round > 0 {
+        tokio::time::sleep(Duration::from_millis(25 << (*round).min(6))).await;
+    }
+    if *round == UNPROCESSED_ROUNDS {
+        return Err(StoreError::Throttled(
+            format!("{left} requests still unprocessed after retries").into(),
+        ));
+    }
+    *round += 1;
+    Ok(())
+}
+
 fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
@@ -331,16 +347,7 @@ impl DynamoStore {
             let mut batch: Vec<WriteRequest> = requests.by_ref().take(BATCH_SIZE).collect();
             let mut round = 0;
             while !batch.is_empty() {
-                if round > 0 {
-                    // Jitter-free exponential backoff; the SDK already retried throttling.
-                    tokio::time::sleep(Duration::from_millis(25 << round.min(6))).await;
-                }
-                if round == UNPROCESSED_ROUNDS {
-                    return Err(StoreError::Throttled(
-                        format!("{} items still unprocessed after retries", batch.len()).into(),
-                    ));
-                }
-                round += 1;
+                before_round(&mut round, batch.len()).await?;
                 let output = self
                     .client
                     .batch_write_item()
@@ -361,8 +368,8 @@ impl DynamoStore {
         Ok(units)
     }
 
-    /// The items of `keys` (any number, 100 a request), retrying unprocessed keys with backoff;
-    /// in no order, a key with no item left out.
+    /// The items of `keys` (any number, 100 a request), retrying unprocessed keys; in no order,
+    /// a key with no item left out.
     async fn batch_get(
         &self,
         table: &str,
@@ -375,15 +382,7 @@ impl DynamoStore {
             let mut batch: Vec<Item> = keys.by_ref().take(BATCH_GET_SIZE).collect();
             let mut round = 0;
             while !batch.is_empty() {
-                if round > 0 {
-                    tokio::time::sleep(Duration::from_millis(25 << round.min(6))).await;
-                }
-                if round == UNPROCESSED_ROUNDS {
-                    return Err(StoreError::Throttled(
-                        format!("{} keys still unprocessed after retries", batch.len()).into(),
-                    ));
-                }
-                round += 1;
+                before_round(&mut round, batch.len()).await?;
                 let request = KeysAndAttributes::builder()
                     .set_keys(Some(batch))
                     .consistent_read(consistent)
