@@ -135,11 +135,12 @@ stack_store() {
   stack_moto
 }
 
-# stack_moto: moto's server (AWS has no emulator of KMS nor of Secrets Manager) on a free port,
-# reachable from sam's containers too: KMS for secret values, with a key of its own (KMS_ENDPOINT
-# and SECRETS_KEY_ID), and Secrets Manager with the secret cursors are signed with
+# stack_moto: moto's server (AWS has no emulator of KMS, Secrets Manager nor EventBridge) on a
+# free port, reachable from sam's containers too: KMS for secret values, with a key of its own
+# (KMS_ENDPOINT and SECRETS_KEY_ID), Secrets Manager with the secret cursors are signed with
 # (SECRETS_MANAGER_ENDPOINT and CURSOR_SECRET_ID): one per local stack, so a cursor of an earlier
-# run is refused as another deployment's would be.
+# run is refused as another deployment's would be; and EventBridge with the agents bus
+# (EVENTBRIDGE_ENDPOINT, EVENT_BUS_NAME).
 stack_moto() {
   local port
   port=$("$stack_root/scripts/local.sh" free-port)
@@ -156,6 +157,13 @@ stack_moto() {
   export SECRETS_MANAGER_ENDPOINT=$KMS_ENDPOINT
   export CURSOR_SECRET_ID
   CURSOR_SECRET_ID=$("$stack_root/scripts/local.sh" cursor-secret "$SECRETS_MANAGER_ENDPOINT")
+  # The agents bus, for the stream publisher's fixture (the development data plane runs the
+  # publisher's code on the stream itself and hands the events to the template's rules).
+  export EVENTBRIDGE_ENDPOINT=$KMS_ENDPOINT EVENT_BUS_NAME=agents-local
+  curl -sf "$EVENTBRIDGE_ENDPOINT/" -H 'X-Amz-Target: AWSEvents.CreateEventBus' \
+    -H 'Content-Type: application/x-amz-json-1.1' \
+    -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/events/aws4_request, SignedHeaders=host, Signature=0' \
+    -d "{\"Name\": \"$EVENT_BUS_NAME\"}" >/dev/null
 }
 
 # stack_key ACCOUNT NAMESPACE: prints a new key of the account (created with that namespace if new).
@@ -169,8 +177,8 @@ stack_host_triple() {
   rustc -vV | sed -n 's/^host: //p'
 }
 
-# stack_data_plane NAMES: the development data plane (devplane/, a simulation): template.yaml's
-# pipes on DynamoDB Local's stream of the agents table, each requested deployment reported ready
+# stack_data_plane NAMES: the development data plane (devplane/, a simulation): the stream
+# publisher's code on DynamoDB Local's stream of the agents table, each requested deployment reported ready
 # after DEV_READY_AFTER_MS (2000), DEV_MAX_IN_FLIGHT (4) reports at a time, through the stack's
 # Invoke API; NAMES says how that API names the functions (binary for cargo lambda watch,
 # logical for sam). Built either way; started unless STACK_DATA_PLANE=off.
@@ -296,6 +304,7 @@ stack_sam_env() {
   "AGENTS_TABLE": "$AGENTS_TABLE", "ACCOUNTS_TABLE": "$ACCOUNTS_TABLE", "LOGS_TABLE": "$LOGS_TABLE",
   "CURSOR_SECRET_ID": "$CURSOR_SECRET_ID", "SECRETS_MANAGER_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT",
   "KMS_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT", "SECRETS_KEY_ID": "$SECRETS_KEY_ID",
+  "EVENTBRIDGE_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT", "EVENT_BUS_NAME": "$EVENT_BUS_NAME",
   "SESSION_START_WAIT_SECONDS": "$SESSION_START_WAIT_SECONDS"}}
 JSON
 }

@@ -228,16 +228,16 @@ impl SessionCost {
             ),
             ("API Gateway REST API, the start ($3.50 per million)", 3.50),
             (
-                "Lambda requests: start, authorizer (at most), two reports ($0.20 per million)",
-                4.0 * 0.20,
+                "Lambda requests: start, authorizer (at most), stream publisher (at most), two reports ($0.20 per million)",
+                5.0 * 0.20,
             ),
             (
-                "Lambda duration, arm64 256 MB: the start's ~1.2 s wait, two 20 ms reports ($0.0000133334 per GB-s)",
-                (0.25 * WAIT_SECONDS + 2.0 * 0.25 * 0.02) * 13.3334,
+                "Lambda duration, arm64 256 MB: the start's ~1.2 s wait, three 20 ms invocations (publisher, reports) ($0.0000133334 per GB-s)",
+                (0.25 * WAIT_SECONDS + 3.0 * 0.25 * 0.02) * 13.3334,
             ),
             (
-                "EventBridge: Session Requested through a pipe ($0.40), it and two reports on the bus ($1.00 each)",
-                0.40 + 3.0 * 1.00,
+                "EventBridge: Session Requested and two reports on the bus ($1.00 each)",
+                3.0 * 1.00,
             ),
         ];
         println!(

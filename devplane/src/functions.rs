@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::pipes::PipeError;
+use crate::rules::RuleError;
 
 /// A function of the template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,11 +22,11 @@ pub struct Schedule {
     pub every: Duration,
 }
 
-fn template_error(what: impl Into<String>) -> PipeError {
-    PipeError::Template(what.into())
+fn template_error(what: impl Into<String>) -> RuleError {
+    RuleError::Template(what.into())
 }
 
-fn functions(text: &str) -> Result<Vec<(Function, serde_yaml::Value)>, PipeError> {
+fn functions(text: &str) -> Result<Vec<(Function, serde_yaml::Value)>, RuleError> {
     let template: serde_yaml::Value =
         serde_yaml::from_str(text).map_err(|error| template_error(error.to_string()))?;
     let resources = template["Resources"]
@@ -47,7 +47,7 @@ fn functions(text: &str) -> Result<Vec<(Function, serde_yaml::Value)>, PipeError
 }
 
 /// The function built from `binary`.
-pub fn by_binary(text: &str, binary: &str) -> Result<Function, PipeError> {
+pub fn by_binary(text: &str, binary: &str) -> Result<Function, RuleError> {
     functions(text)?
         .into_iter()
         .map(|(function, _)| function)
@@ -70,7 +70,7 @@ fn rate(expression: &str) -> Option<Duration> {
 }
 
 /// Every schedule of the template.
-pub fn schedules(text: &str) -> Result<Vec<Schedule>, PipeError> {
+pub fn schedules(text: &str) -> Result<Vec<Schedule>, RuleError> {
     let mut found = Vec::new();
     for (function, events) in functions(text)? {
         for (name, event) in events.as_mapping().into_iter().flatten() {

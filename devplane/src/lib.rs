@@ -1,5 +1,6 @@
-//! The development data plane (contract sections 7 and 11, locally): template.yaml's pipes run
-//! on DynamoDB Local's stream of the agents table (`pipes`, `stream`), and a simulated cluster
+//! The development data plane (contract sections 7 and 11, locally): the stream publisher's own
+//! code (shared::stream_events) run on DynamoDB Local's stream of the agents table (`stream`),
+//! template.yaml's rules deciding where each event goes (`rules`), and a simulated cluster
 //! that answers each requested deployment (`cluster`) and session (`sessions`) with what a
 //! cluster would send (`outbox`): reports delivered by the bus's rules to the status functions
 //! through Lambda's Invoke API, a few at a time, and a session's log lines to the ingest
@@ -11,7 +12,7 @@ pub mod checkpoint;
 pub mod cluster;
 pub mod functions;
 pub mod outbox;
-pub mod pipes;
+pub mod rules;
 pub mod secrets;
 pub mod sessions;
 pub mod stream;

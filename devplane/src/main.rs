@@ -10,7 +10,7 @@ use dev_data_plane::checkpoint::Checkpoint;
 use dev_data_plane::cluster;
 use dev_data_plane::functions::{self, Function, Schedule};
 use dev_data_plane::outbox::{Message, Scheduled, SessionLines};
-use dev_data_plane::pipes::{self, Pipe, Rule};
+use dev_data_plane::rules::{self, Rule};
 use dev_data_plane::secrets::SetReader;
 use dev_data_plane::sessions;
 use dev_data_plane::stream::{self, BoxError, StreamReader, StreamRecord};
@@ -107,15 +107,14 @@ async fn open_reader(streams: &stream::LocalStreams, table: &str) -> StreamReade
 
 async fn run(cli: Cli) -> Result<(), BoxError> {
     let template = std::fs::read_to_string(&cli.template)?;
-    let (pipes, rules) = pipes::from_template(&template)?;
+    let rules = rules::from_template(&template)?.rules;
     let streams = stream::LocalStreams::new(&cli.endpoint);
     let mut reader = open_reader(&streams, &cli.agents_table).await;
     let mut checkpoint = Checkpoint::load(&cli.checkpoint, reader.stream_arn());
     reader.resume_after(checkpoint.resume_points().clone());
     println!(
-        "dev data plane (a simulation): {} pipes on {}'s stream ({} shards resumed from {}), \
-         reports to {} after {} ms, {} at a time",
-        pipes.len(),
+        "dev data plane (a simulation): the stream publisher's events of {}'s stream ({} shards \
+         resumed from {}), reports to {} after {} ms, {} at a time",
         cli.agents_table,
         checkpoint.resume_points().len(),
         cli.checkpoint.display(),
@@ -147,7 +146,7 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
             Some((shard, sequence)) = delivered.recv() => checkpoint.delivered(&shard, &sequence),
             _ = tick.tick() => {
                 for record in poll(&mut reader).await {
-                    let events = publish(&pipes, &record)?;
+                    let events = publish(&record);
                     if let Some(sets) = &sets {
                         receive_sets(sets, &events);
                     }
@@ -186,24 +185,29 @@ async fn poll(reader: &mut StreamReader) -> Vec<StreamRecord> {
     })
 }
 
-/// The events the pipes publish for a record, each said.
-fn publish(pipes: &[Pipe], record: &StreamRecord) -> Result<Vec<Value>, BoxError> {
-    let mut events = Vec::new();
-    for pipe in pipes {
-        let Some(event) = pipes::publish(pipe, &record.record)? else {
-            continue;
-        };
-        let detail = &event["detail"];
-        println!(
-            "dev data plane: {} {}/{} deployment {}",
-            event["detail-type"].as_str().unwrap_or_default(),
-            detail["namespace"].as_str().unwrap_or_default(),
-            detail["agentName"].as_str().unwrap_or_default(),
-            detail["deploymentId"].as_str().unwrap_or_default()
-        );
-        events.push(event);
+/// The event the stream publisher puts on the bus for a record (its own code), said; a record
+/// no event can be made of is said too, and passed (the publisher sends it to its failure
+/// queue).
+fn publish(record: &StreamRecord) -> Vec<Value> {
+    match shared::stream_events::event_of(&record.record) {
+        Ok(Some(event)) => {
+            let detail = &event.detail;
+            let text = |name: &str| detail[name].as_str().unwrap_or_default().to_owned();
+            println!(
+                "dev data plane: {} {}/{} deployment {}",
+                event.detail_type.as_str(),
+                text("namespace"),
+                text("agentName"),
+                text("deploymentId")
+            );
+            vec![event.as_delivered("000000000000", "us-east-1")]
+        }
+        Ok(None) => Vec::new(),
+        Err(error) => {
+            eprintln!("dev data plane: stream record {}: {error}", record.sequence);
+            Vec::new()
+        }
     }
-    Ok(events)
 }
 
 /// The secret sets reader, when a KMS is given: the agents table's client and KMS's.
@@ -307,7 +311,7 @@ impl Delivery {
     async fn put(&self, event: &Value) -> Result<String, BoxError> {
         let mut outcomes = Vec::new();
         for rule in self.rules.iter() {
-            if pipes::matches(&rule.pattern, event)? {
+            if rules::matches(&rule.pattern, event)? {
                 let function = self.name_of(&rule.function, &rule.binary);
                 outcomes.push(self.invoke(function, event).await?);
             }

@@ -1,7 +1,7 @@
-//! A table's stream on DynamoDB Local, read as a pipe reads it: every shard from its oldest
-//! record (the template's pipes start at TRIM_HORIZON), or from where an earlier run left it
-//! ([`StreamReader::resume_after`]), each record as the JSON a pipe's filters and templates see
-//! (`eventName`, `dynamodb.NewImage` in DynamoDB's typed JSON...).
+//! A table's stream on DynamoDB Local, read as Lambda's event source mapping reads it: every
+//! shard from its oldest record (the template's mapping starts at TRIM_HORIZON), or from where
+//! an earlier run left it ([`StreamReader::resume_after`]), each record as the JSON the mapping's
+//! filters and the publisher see (`eventName`, `dynamodb.NewImage` in DynamoDB's typed JSON...).
 //!
 //! The stream API is called with its JSON protocol directly, not through aws-sdk-dynamodbstreams:
 //! DynamoDB Local writes an empty map in a record as `{}` rather than `{"M": {}}`, which the SDK
@@ -55,7 +55,7 @@ impl LocalStreams {
     }
 }
 
-/// Plain JSON of DynamoDB's typed JSON (what a consumer of the pipes' events does with the
+/// Plain JSON of DynamoDB's typed JSON (what a consumer of the published events does with the
 /// manifest): `{"S": "a"}` → `"a"`, `{"N": "1"}` → `1`, `{"M": {...}}` → an object, and a map of
 /// typed values (an item image) → an object.
 pub fn untyped(value: &Value) -> Value {
@@ -107,7 +107,7 @@ pub struct StreamReader {
 pub struct StreamRecord {
     pub shard: String,
     pub sequence: String,
-    /// The record as a pipe sees it.
+    /// The record as Lambda hands it to the stream publisher.
     pub record: Value,
 }
 

@@ -70,6 +70,20 @@ pub fn secrets_manager_client(
     Ok(aws_sdk_secretsmanager::Client::from_conf(config.build()))
 }
 
+/// A client for EventBridge on AWS, or for an emulator (moto's server) when `endpoint` is set;
+/// built as [`dynamodb_client`] is, with the same bounds.
+#[cfg(feature = "eventbridge")]
+pub fn eventbridge_client(
+    endpoint: Option<&str>,
+) -> Result<aws_sdk_eventbridge::Client, MissingVariable> {
+    let shared = shared_config(optional, endpoint)?;
+    let mut config = aws_sdk_eventbridge::config::Builder::from(&shared);
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    Ok(aws_sdk_eventbridge::Client::from_conf(config.build()))
+}
+
 /// [`dynamodb_client`] with the environment given as a lookup (tests use a map).
 fn client_from(
     variable: impl Fn(&str) -> Option<String>,

@@ -26,6 +26,7 @@ pub mod races;
 pub mod secrets;
 pub mod session;
 pub mod store;
+pub mod stream_events;
 pub mod strict_json;
 pub mod telemetry;
 #[cfg(any(test, feature = "test-support"))]

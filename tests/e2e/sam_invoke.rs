@@ -32,6 +32,8 @@ enum Expect {
     Report(&'static str),
     /// The sweeper's: sessions it ended.
     Swept(usize),
+    /// The stream publisher's: the records it asks Lambda to retry.
+    Retried(usize),
 }
 
 use Expect::*;
@@ -317,6 +319,12 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
             Http(404, Some("NOT_FOUND")),
         ),
     ],
+    // The four writes' events put on the stack's bus (moto's EventBridge): nothing to retry.
+    &[(
+        "stream-publisher.json",
+        "StreamPublisherFunction",
+        Retried(0),
+    )],
     &[("authorizer.json", "AuthorizerFunction", Authorized(false))],
     &[(
         "authorizer-malformed.json",
@@ -366,6 +374,8 @@ async fn prepare() -> (DynamoStore, PathBuf) {
         "SECRETS_MANAGER_ENDPOINT": variable("STACK_CONTAINER_KMS_ENDPOINT"),
         "KMS_ENDPOINT": variable("STACK_CONTAINER_KMS_ENDPOINT"),
         "SECRETS_KEY_ID": variable("SECRETS_KEY_ID"),
+        "EVENTBRIDGE_ENDPOINT": variable("STACK_CONTAINER_KMS_ENDPOINT"),
+        "EVENT_BUS_NAME": variable("EVENT_BUS_NAME"),
         "SESSION_START_WAIT_SECONDS": "1",
     }});
     std::fs::write(&env_file, env.to_string()).unwrap();
@@ -447,6 +457,10 @@ fn check(answer: &Value, expect: Expect) -> Result<(), String> {
         Swept(ended) => match answer["ended"] == ended {
             true => Ok(()),
             false => fail(&format!("{ended} sessions ended")),
+        },
+        Retried(records) => match answer["batchItemFailures"].as_array().map(Vec::len) {
+            Some(count) if count == records => Ok(()),
+            _ => fail(&format!("{records} records to retry")),
         },
     }
 }

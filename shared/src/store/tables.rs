@@ -22,7 +22,7 @@ pub struct TableSpec {
     pub ttl_attribute: Option<&'static str>,
     /// Global secondary indexes.
     pub indexes: &'static [IndexSpec],
-    /// Whether the table has a stream (new and old images): what the pipes read.
+    /// Whether the table has a stream (new and old images): what the stream publisher reads.
     pub stream: bool,
 }
 
@@ -94,7 +94,7 @@ pub const AGENTS: TableSpec = TableSpec {
         projects_all: false,
     }],
     // New deployments and sessions, stops asked for and deleted agents are published from it
-    // (template.yaml's pipes).
+    // (the stream publisher).
     stream: true,
 };
 

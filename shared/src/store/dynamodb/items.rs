@@ -8,8 +8,9 @@
 //! - idempotency: `IDEMPOTENCY#{sha256 hex of the key}`, the first answer to an
 //!   `Idempotency-Key`, expiring (TTL `expiresAt`) 24 hours after it was written.
 //!
-//! `kind` tells agents from deployments in the table's stream: the pipes of template.yaml select
-//! new deployments (`Deployment Requested`) and removed agents (`Agent Deleted`) by it, and read
+//! `kind` tells agents from deployments in the table's stream: the stream publisher
+//! (shared::stream_events) selects new deployments (`Deployment Requested`) and removed agents
+//! (`Agent Deleted`) by it, and reads
 //! `namespace`, `agentName`, `serviceId` and `deploymentId` from the top level of the image.
 //!
 //! AccountsTable (pk, sk):
@@ -343,7 +344,7 @@ mod tests {
     }
 
     #[test]
-    fn deployment_items_carry_what_the_pipes_read_at_the_top_level() {
+    fn deployment_items_carry_what_the_publisher_reads_at_the_top_level() {
         let agent = agent();
         let item: Item = serde_dynamo::to_item(DeploymentItem::new(&agent, &agent.active)).unwrap();
         assert_eq!(

@@ -6,7 +6,7 @@
 //! - counter: `SECRETSETS`: how many sets the account holds (at most 200), moved in the same
 //!   transaction as a set is made or deleted.
 //!
-//! `kind` keeps them out of the stream's pipes, which select agents and deployments.
+//! `kind` keeps them out of what the stream publisher publishes (agents, deployments, sessions).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,7 +1,7 @@
 //! The items of sessions in AgentsTable, in the account's partition (`NS#{namespace}`):
 //! `SESSION#{serviceId}#{sessionId}`. Session ids are UUIDv7, so an agent's sessions sort by
 //! their start; keyed by the service, so a later agent of the same name never meets them. Every
-//! write of one is conditioned on its `version`. `kind = session` for the stream's pipes.
+//! write of one is conditioned on its `version`. `kind = session` for the stream publisher.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,27 +1,11 @@
-//! template.yaml's EventBridge pipes and rules, run locally: what AWS does with them, for the
-//! subset of EventBridge's event patterns and Pipes' input templates the template uses. Anything
-//! outside that subset is an error here, never a silent difference from AWS.
-//!
-//! - Event patterns (filter criteria, rules): objects nest; a list of values matches when the
-//!   event's value (or any element of an event list) equals one of them; matchers `prefix`,
-//!   `suffix`, `equals-ignore-case`, `exists` and `anything-but` (a value or a list).
-//! - Input templates: `<$.a.b.c>` (dot paths, `[n]` indices). Inside a JSON string the value is
-//!   inserted as text (escaped, so the result is always JSON: AWS does not escape, and the
-//!   template only quotes ids); outside, as JSON (a string quoted, an object as an object).
-//!   A path the record does not have is an error (on AWS it breaks the event's JSON).
+//! template.yaml's EventBridge rules, run locally: what AWS does with them, for the subset of
+//! EventBridge's event patterns the template uses (its rules, and the stream publisher's
+//! mapping's filters). Anything outside that subset is an error here, never a silent difference
+//! from AWS: objects nest; a list of values matches when the event's value (or any element of
+//! an event list) equals one of them; matchers `prefix`, `suffix`, `equals-ignore-case`,
+//! `exists` and `anything-but` (a value or a list).
 
 use serde_json::{Map, Value};
-
-/// What a pipe publishes, read from template.yaml.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Pipe {
-    pub name: String,
-    /// Filter patterns, any of which lets a record through.
-    pub filters: Vec<Value>,
-    pub source: String,
-    pub detail_type: String,
-    pub input_template: String,
-}
 
 /// A rule of the bus: the pattern, and the function it invokes: its logical id (sam's name for
 /// it) and its binary (cargo lambda watch's).
@@ -34,17 +18,15 @@ pub struct Rule {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum PipeError {
+pub enum RuleError {
     #[error("template.yaml: {0}")]
     Template(String),
     #[error("event pattern: {0}")]
     Pattern(String),
-    #[error("input template: {0}")]
-    Input(String),
 }
 
-fn template_error(what: impl Into<String>) -> PipeError {
-    PipeError::Template(what.into())
+fn template_error(what: impl Into<String>) -> RuleError {
+    RuleError::Template(what.into())
 }
 
 /// The logical id a `!GetAtt Id.Arn` (or its long form) names.
@@ -62,50 +44,45 @@ fn get_att_target(value: &serde_yaml::Value) -> Option<String> {
     }
 }
 
-fn yaml_to_json(value: &serde_yaml::Value) -> Result<Value, PipeError> {
+fn yaml_to_json(value: &serde_yaml::Value) -> Result<Value, RuleError> {
     serde_json::to_value(value).map_err(|error| template_error(error.to_string()))
 }
 
-/// The pipes and rules template.yaml declares (its text).
-pub fn from_template(text: &str) -> Result<(Vec<Pipe>, Vec<Rule>), PipeError> {
+/// What template.yaml declares (its text): its rules, and the filters of the event source
+/// mapping that hands the agents table's stream to the publisher.
+pub struct Declared {
+    pub rules: Vec<Rule>,
+    pub stream_filters: Vec<Value>,
+}
+
+/// The rules and the stream mapping's filters template.yaml declares (its text).
+pub fn from_template(text: &str) -> Result<Declared, RuleError> {
     let template: serde_yaml::Value =
         serde_yaml::from_str(text).map_err(|error| template_error(error.to_string()))?;
     let resources = template["Resources"]
         .as_mapping()
         .ok_or_else(|| template_error("no Resources"))?;
-    let (mut pipes, mut rules) = (Vec::new(), Vec::new());
+    let mut declared = Declared {
+        rules: Vec::new(),
+        stream_filters: Vec::new(),
+    };
     for (name, resource) in resources {
         let name = name.as_str().unwrap_or_default().to_owned();
         let properties = &resource["Properties"];
         match resource["Type"].as_str() {
-            Some("AWS::Pipes::Pipe") => {
-                let filters = properties["SourceParameters"]["FilterCriteria"]["Filters"]
+            Some("AWS::Lambda::EventSourceMapping") => {
+                let filters = properties["FilterCriteria"]["Filters"]
                     .as_sequence()
-                    .ok_or_else(|| template_error(format!("{name}: no filters")))?
-                    .iter()
-                    .map(|filter| {
-                        let pattern = filter["Pattern"]
-                            .as_str()
-                            .ok_or_else(|| template_error(format!("{name}: a filter's Pattern")))?;
-                        serde_json::from_str(pattern)
-                            .map_err(|error| template_error(format!("{name}: {error}")))
-                    })
-                    .collect::<Result<Vec<Value>, _>>()?;
-                let target = &properties["TargetParameters"];
-                let bus = &target["EventBridgeEventBusParameters"];
-                let text = |value: &serde_yaml::Value, what: &str| {
-                    value
+                    .ok_or_else(|| template_error(format!("{name}: no filters")))?;
+                for filter in filters {
+                    let pattern = filter["Pattern"]
                         .as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| template_error(format!("{name}: {what}")))
-                };
-                pipes.push(Pipe {
-                    source: text(&bus["Source"], "Source")?,
-                    detail_type: text(&bus["DetailType"], "DetailType")?,
-                    input_template: text(&target["InputTemplate"], "InputTemplate")?,
-                    filters,
-                    name,
-                });
+                        .ok_or_else(|| template_error(format!("{name}: a filter's Pattern")))?;
+                    declared.stream_filters.push(
+                        serde_json::from_str(pattern)
+                            .map_err(|error| template_error(format!("{name}: {error}")))?,
+                    );
+                }
             }
             Some("AWS::Events::Rule") => {
                 let targets = properties["Targets"]
@@ -119,7 +96,7 @@ pub fn from_template(text: &str) -> Result<(Vec<Pipe>, Vec<Rule>), PipeError> {
                         .and_then(|f| f["Metadata"]["BuildProperties"]["Binary"].as_str())
                         .ok_or_else(|| template_error(format!("{name}: {function}'s binary")))?
                         .to_owned();
-                    rules.push(Rule {
+                    declared.rules.push(Rule {
                         name: name.clone(),
                         pattern: yaml_to_json(&properties["EventPattern"])?,
                         function,
@@ -130,13 +107,13 @@ pub fn from_template(text: &str) -> Result<(Vec<Pipe>, Vec<Rule>), PipeError> {
             _ => {}
         }
     }
-    Ok((pipes, rules))
+    Ok(declared)
 }
 
 /// Whether `event` matches an EventBridge event pattern.
-pub fn matches(pattern: &Value, event: &Value) -> Result<bool, PipeError> {
+pub fn matches(pattern: &Value, event: &Value) -> Result<bool, RuleError> {
     let Value::Object(fields) = pattern else {
-        return Err(PipeError::Pattern(format!(
+        return Err(RuleError::Pattern(format!(
             "a pattern is an object, not {pattern}"
         )));
     };
@@ -160,7 +137,7 @@ pub fn matches(pattern: &Value, event: &Value) -> Result<bool, PipeError> {
                 any
             }
             other => {
-                return Err(PipeError::Pattern(format!(
+                return Err(RuleError::Pattern(format!(
                     "{key}: a pattern's leaf is a list, not {other}"
                 )));
             }
@@ -173,7 +150,7 @@ pub fn matches(pattern: &Value, event: &Value) -> Result<bool, PipeError> {
 }
 
 /// One element of a pattern's list against the event's value (absent, a value, or a list).
-fn matches_value(expected: &Value, actual: Option<&Value>) -> Result<bool, PipeError> {
+fn matches_value(expected: &Value, actual: Option<&Value>) -> Result<bool, RuleError> {
     let values: Vec<&Value> = match actual {
         None => Vec::new(),
         Some(Value::Array(items)) => items.iter().collect(),
@@ -185,7 +162,7 @@ fn matches_value(expected: &Value, actual: Option<&Value>) -> Result<bool, PipeE
     let (kind, argument) = match matcher.iter().next() {
         Some(entry) if matcher.len() == 1 => entry,
         _ => {
-            return Err(PipeError::Pattern(format!(
+            return Err(RuleError::Pattern(format!(
                 "one matcher an object: {expected}"
             )));
         }
@@ -211,107 +188,11 @@ fn matches_value(expected: &Value, actual: Option<&Value>) -> Result<bool, PipeE
             !values.is_empty() && values.iter().all(|value| *value != excluded)
         }
         (other, argument) => {
-            return Err(PipeError::Pattern(format!(
+            return Err(RuleError::Pattern(format!(
                 "matcher {other}: {argument} is not supported here"
             )));
         }
     })
-}
-
-/// The value at a `$.a.b[0].c` path of `record`.
-fn at_path<'a>(record: &'a Value, path: &str) -> Result<&'a Value, PipeError> {
-    let rest = path
-        .strip_prefix('$')
-        .ok_or_else(|| PipeError::Input(format!("<{path}>: a path starts with $")))?;
-    let mut value = record;
-    for step in rest.split('.').skip(1) {
-        let (name, indices) = match step.find('[') {
-            Some(open) => (&step[..open], &step[open..]),
-            None => (step, ""),
-        };
-        if !name.is_empty() {
-            value = value
-                .get(name)
-                .ok_or_else(|| PipeError::Input(format!("<{path}>: no {name} in the record")))?;
-        }
-        for index in indices.split('[').skip(1) {
-            let index: usize = index
-                .strip_suffix(']')
-                .and_then(|n| n.parse().ok())
-                .ok_or_else(|| PipeError::Input(format!("<{path}>: index {index}")))?;
-            value = value
-                .get(index)
-                .ok_or_else(|| PipeError::Input(format!("<{path}>: no item {index}")))?;
-        }
-    }
-    Ok(value)
-}
-
-/// A pipe's input template applied to one source record: the event's `detail`.
-pub fn render(template: &str, record: &Value) -> Result<Value, PipeError> {
-    let mut out = String::with_capacity(template.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut rest = template;
-    while let Some(c) = rest.chars().next() {
-        if c == '<' && rest[1..].starts_with('$') {
-            let end = rest
-                .find('>')
-                .ok_or_else(|| PipeError::Input(format!("unclosed placeholder in {template}")))?;
-            let value = at_path(record, &rest[1..end])?;
-            if in_string {
-                let text = match value {
-                    Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                };
-                let quoted = Value::String(text).to_string();
-                out.push_str(&quoted[1..quoted.len() - 1]);
-            } else {
-                out.push_str(&value.to_string());
-            }
-            rest = &rest[end + 1..];
-            continue;
-        }
-        match c {
-            '\\' if in_string => escaped = !escaped,
-            '"' if !escaped => in_string = !in_string,
-            _ => escaped = false,
-        }
-        out.push(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    serde_json::from_str(&out).map_err(|error| {
-        PipeError::Input(format!("the rendered detail is not JSON ({error}): {out}"))
-    })
-}
-
-/// The event a pipe publishes for a record it lets through (EventBridge's envelope).
-pub fn event(pipe: &Pipe, detail: Value, account: &str, region: &str) -> Value {
-    let mut event = Map::new();
-    event.insert("version".into(), "0".into());
-    event.insert("id".into(), uuid::Uuid::new_v4().to_string().into());
-    event.insert("detail-type".into(), pipe.detail_type.clone().into());
-    event.insert("source".into(), pipe.source.clone().into());
-    event.insert("account".into(), account.into());
-    event.insert(
-        "time".into(),
-        shared::timestamp::now_rfc3339_millis().into(),
-    );
-    event.insert("region".into(), region.into());
-    event.insert("resources".into(), Value::Array(Vec::new()));
-    event.insert("detail".into(), detail);
-    Value::Object(event)
-}
-
-/// What `pipe` publishes for `record`: nothing when no filter lets it through.
-pub fn publish(pipe: &Pipe, record: &Value) -> Result<Option<Value>, PipeError> {
-    for filter in &pipe.filters {
-        if matches(filter, record)? {
-            let detail = render(&pipe.input_template, record)?;
-            return Ok(Some(event(pipe, detail, "000000000000", "us-east-1")));
-        }
-    }
-    Ok(None)
 }
 
 #[cfg(test)]
@@ -365,39 +246,20 @@ mod tests {
     }
 
     #[test]
-    fn templates_insert_text_in_strings_and_json_outside() {
-        let record =
-            json!({"a": {"S": "ns-1"}, "m": {"M": {"k": {"S": "v \"q\""}}}, "l": [{"S": "x"}]});
-        let detail = render(r#"{"ns": "<$.a.S>", "copy": <$.a.S>, "map": <$.m.M>, "first": "<$.l[0].S>", "p": "pre-<$.a.S>"}"#, &record).unwrap();
-        assert_eq!(
-            detail,
-            json!({"ns": "ns-1", "copy": "ns-1", "map": {"k": {"S": "v \"q\""}}, "first": "x", "p": "pre-ns-1"})
-        );
-        assert!(
-            render(r#"{"x": "<$.missing.S>"}"#, &record).is_err(),
-            "a missing path is an error"
-        );
-        assert!(render(r#"{"x": "<$.a.S"}"#, &record).is_err());
-    }
-
-    #[test]
-    fn the_templates_pipes_and_rules_are_read() {
+    fn the_template_s_rules_and_stream_filters_are_read() {
         let text =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
                 .unwrap();
-        let (pipes, rules) = from_template(&text).unwrap();
-        let mut kinds: Vec<&str> = pipes.iter().map(|pipe| pipe.detail_type.as_str()).collect();
-        kinds.sort_unstable();
+        let declared = from_template(&text).unwrap();
+        let published: Vec<Value> = shared::stream_events::FILTERS
+            .iter()
+            .map(|filter| serde_json::from_str(filter).unwrap())
+            .collect();
         assert_eq!(
-            kinds,
-            [
-                "Agent Deleted",
-                "Deployment Requested",
-                "Session Requested",
-                "Session Stop Requested"
-            ]
+            declared.stream_filters, published,
+            "the mapping's filters are the publisher's"
         );
-        assert!(pipes.iter().all(|pipe| pipe.source == "agent-hosting"));
+        let rules = declared.rules;
         let mut ruled: Vec<(&str, &str)> = rules
             .iter()
             .map(|rule| (rule.function.as_str(), rule.binary.as_str()))

@@ -1,10 +1,12 @@
-//! template.yaml's pipes on the agents table's stream, on DynamoDB Local (contract section 7):
-//! an agent created, updated (once for nothing), reported on and deleted through the real
-//! handlers; the stream's records through the template's own filters and input templates
-//! (devplane/src/pipes.rs). Exactly one `Deployment Requested` a new deployment and one `Agent
-//! Deleted`, each with the contract's detail; nothing for the other writes.
+//! The agents table's stream, published (contract sections 7 and 11), on DynamoDB Local: an
+//! agent created, updated (once for nothing), reported on and deleted, a session started, asked
+//! twice to stop and ended, all through the real handlers; the stream's records through the
+//! template's own event source mapping filters and the publisher's code
+//! (shared::stream_events), which agree on every record. Exactly one `Deployment Requested` a
+//! new deployment, one `Agent Deleted`, one `Session Requested` and one `Session Stop
+//! Requested`, each with the contract's detail; nothing for the other writes.
 
-use dev_data_plane::{pipes, stream};
+use dev_data_plane::{rules, stream};
 use integration_tests::{TestStore, call, create_named_agent, report, update};
 use serde_json::{Value, json};
 
@@ -32,16 +34,25 @@ async fn drained(reader: &mut stream::StreamReader) -> Vec<stream::StreamRecord>
     records
 }
 
-/// What template.yaml's pipes publish for the records, in order.
-fn published_by_the_template(records: &[stream::StreamRecord]) -> Vec<Value> {
+/// What the publisher puts on the bus for the records, in order: the records the template's
+/// mapping lets through, each its event; the publisher's code and the filters agree on each.
+fn published_by_the_publisher(records: &[stream::StreamRecord]) -> Vec<Value> {
     let template =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
-    let (pipes, _) = pipes::from_template(&template).unwrap();
+    let filters = rules::from_template(&template).unwrap().stream_filters;
     let mut published = Vec::new();
     for record in records {
-        for pipe in &pipes {
-            published.extend(pipes::publish(pipe, &record.record).unwrap());
-        }
+        let passed = filters
+            .iter()
+            .any(|filter| rules::matches(filter, &record.record).unwrap());
+        let event = shared::stream_events::event_of(&record.record).unwrap();
+        assert_eq!(
+            passed,
+            event.is_some(),
+            "the mapping's filters and the publisher disagree on {:#}",
+            record.record
+        );
+        published.extend(event.map(|event| event.as_delivered("000000000000", "us-east-1")));
     }
     published
 }
@@ -86,13 +97,13 @@ async fn each_new_deployment_and_each_deleted_agent_is_published_once_with_the_c
     let (status, _, _) = call(&store, &key, "DELETE", "bot", None).await;
     assert_eq!(status, 200);
 
-    // Every record the table's stream holds, as the pipes read it.
+    // Every record the table's stream holds, as the mapping reads it.
     let mut reader = stream_of(&store).await;
     let records = drained(&mut reader).await;
     // create (agent, deployment), update (agent, deployment), keyed update (agent, deployment,
     // record), report (agent, deployment), delete (3 deployments, the record, the agent).
     assert_eq!(records.len(), 2 + 2 + 3 + 2 + 5, "{records:#?}");
-    let published = published_by_the_template(&records);
+    let published = published_by_the_publisher(&records);
     let kinds: Vec<&str> = published
         .iter()
         .map(|event| event["detail-type"].as_str().unwrap())
@@ -191,7 +202,7 @@ async fn each_session_is_requested_once_and_its_stop_once() {
     store.store.write_session(&session, &ended).await.unwrap();
 
     let records = drained(&mut reader).await;
-    let published = published_by_the_template(&records);
+    let published = published_by_the_publisher(&records);
     let kinds: Vec<&str> = published
         .iter()
         .map(|event| event["detail-type"].as_str().unwrap())

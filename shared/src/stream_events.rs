@@ -1,0 +1,340 @@
+//! What the agents table's stream publishes to the agents bus (contract sections 7 and 11): of
+//! each committed write, the event the data plane hears of it by, published after the commit
+//! and at least once (consumers deduplicate by deploymentId or sessionId).
+//!
+//! | record | event |
+//! |---|---|
+//! | a deployment's INSERT (create, update) | `Deployment Requested` |
+//! | an agent's REMOVE (delete) | `Agent Deleted` |
+//! | a session's INSERT (start) | `Session Requested` |
+//! | the MODIFY that first gives a session `stopRequestedAt` | `Session Stop Requested` |
+//!
+//! A record is read as Lambda hands it over (DynamoDB's typed JSON under `dynamodb`), and the
+//! manifest and a session's request travel in that typed JSON, as the stream holds them. The
+//! template's event source mapping filters records by the same four patterns
+//! ([`FILTERS`]), so the publisher is invoked for these writes only; a test holds the two to
+//! one answer.
+
+use std::future::Future;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::StoreError;
+
+/// The `source` of every event the control plane publishes.
+pub const SOURCE: &str = "agent-hosting";
+/// PutEvents takes at most 10 entries.
+pub const MAX_BATCH: usize = 10;
+
+/// The event source mapping's filter patterns (template.yaml holds the same text).
+pub const FILTERS: [&str; 4] = [
+    r#"{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{"S":["deployment"]}}}}"#,
+    r#"{"eventName":["REMOVE"],"dynamodb":{"OldImage":{"kind":{"S":["agent"]}}}}"#,
+    r#"{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{"S":["session"]}}}}"#,
+    r#"{"eventName":["MODIFY"],"dynamodb":{"NewImage":{"kind":{"S":["session"]},"stopRequestedAt":{"S":[{"exists":true}]}},"OldImage":{"stopRequestedAt":{"S":[{"exists":false}]}}}}"#,
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetailType {
+    DeploymentRequested,
+    AgentDeleted,
+    SessionRequested,
+    SessionStopRequested,
+}
+
+impl DetailType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DetailType::DeploymentRequested => "Deployment Requested",
+            DetailType::AgentDeleted => "Agent Deleted",
+            DetailType::SessionRequested => "Session Requested",
+            DetailType::SessionStopRequested => "Session Stop Requested",
+        }
+    }
+}
+
+/// One event for the bus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Published {
+    pub detail_type: DetailType,
+    pub detail: Value,
+}
+
+impl Published {
+    /// The event as EventBridge delivers it to a rule's target (what the development data
+    /// plane hands its rules).
+    pub fn as_delivered(&self, account: &str, region: &str) -> Value {
+        json!({
+            "version": "0",
+            "id": uuid::Uuid::new_v4().to_string(),
+            "detail-type": self.detail_type.as_str(),
+            "source": SOURCE,
+            "account": account,
+            "time": crate::timestamp::now_rfc3339_millis(),
+            "region": region,
+            "resources": [],
+            "detail": self.detail,
+        })
+    }
+}
+
+/// A record of one of the four writes that lacks what its event carries: no event can be made
+/// of it (a store's bug, or a record not of this table).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a {detail_type} record without {path}")]
+pub struct Unpublishable {
+    pub detail_type: &'static str,
+    pub path: &'static str,
+}
+
+/// The typed attribute at `path` (a JSON pointer into the record) as the event carries it: a
+/// string's text, a map as typed JSON.
+fn member(
+    record: &Value,
+    detail_type: DetailType,
+    path: &'static str,
+) -> Result<Value, Unpublishable> {
+    let missing = || Unpublishable {
+        detail_type: detail_type.as_str(),
+        path,
+    };
+    let value = record.pointer(path).ok_or_else(missing)?;
+    match path.rsplit('/').next() {
+        Some("S") => value.as_str().map(|text| json!(text)).ok_or_else(missing),
+        Some("M") => value.is_object().then(|| value.clone()).ok_or_else(missing),
+        _ => Err(missing()),
+    }
+}
+
+fn text_at<'a>(record: &'a Value, path: &str) -> Option<&'a str> {
+    record.pointer(path).and_then(Value::as_str)
+}
+
+/// Which event a record is, if any (the same as [`FILTERS`] select).
+fn detail_type_of(record: &Value) -> Option<DetailType> {
+    let new_kind = text_at(record, "/dynamodb/NewImage/kind/S");
+    let old_kind = text_at(record, "/dynamodb/OldImage/kind/S");
+    let stop_asked = |image: &str| {
+        record
+            .pointer(&format!("/dynamodb/{image}/stopRequestedAt/S"))
+            .is_some()
+    };
+    match (text_at(record, "/eventName")?, new_kind, old_kind) {
+        ("INSERT", Some("deployment"), _) => Some(DetailType::DeploymentRequested),
+        ("REMOVE", _, Some("agent")) => Some(DetailType::AgentDeleted),
+        ("INSERT", Some("session"), _) => Some(DetailType::SessionRequested),
+        ("MODIFY", Some("session"), _) if stop_asked("NewImage") && !stop_asked("OldImage") => {
+            Some(DetailType::SessionStopRequested)
+        }
+        _ => None,
+    }
+}
+
+/// The event of a stream record, if the data plane hears of that write.
+pub fn event_of(record: &Value) -> Result<Option<Published>, Unpublishable> {
+    let Some(detail_type) = detail_type_of(record) else {
+        return Ok(None);
+    };
+    let members: &[(&str, &'static str)] = match detail_type {
+        DetailType::DeploymentRequested => &[
+            ("namespace", "/dynamodb/NewImage/namespace/S"),
+            ("agentName", "/dynamodb/NewImage/agentName/S"),
+            ("serviceId", "/dynamodb/NewImage/serviceId/S"),
+            ("deploymentId", "/dynamodb/NewImage/deploymentId/S"),
+            ("manifest", "/dynamodb/NewImage/deployment/M/manifest/M"),
+        ],
+        DetailType::AgentDeleted => &[
+            ("namespace", "/dynamodb/OldImage/namespace/S"),
+            ("agentName", "/dynamodb/OldImage/agentName/S"),
+            ("serviceId", "/dynamodb/OldImage/serviceId/S"),
+            (
+                "deploymentId",
+                "/dynamodb/OldImage/active/M/deployment/M/id/S",
+            ),
+            (
+                "manifest",
+                "/dynamodb/OldImage/active/M/deployment/M/manifest/M",
+            ),
+        ],
+        DetailType::SessionRequested => &[
+            ("namespace", "/dynamodb/NewImage/namespace/S"),
+            ("agentName", "/dynamodb/NewImage/agentName/S"),
+            ("serviceId", "/dynamodb/NewImage/serviceId/S"),
+            ("deploymentId", "/dynamodb/NewImage/deploymentId/S"),
+            ("sessionId", "/dynamodb/NewImage/sessionId/S"),
+            ("request", "/dynamodb/NewImage/request/M"),
+        ],
+        DetailType::SessionStopRequested => &[
+            ("namespace", "/dynamodb/NewImage/namespace/S"),
+            ("agentName", "/dynamodb/NewImage/agentName/S"),
+            ("serviceId", "/dynamodb/NewImage/serviceId/S"),
+            ("deploymentId", "/dynamodb/NewImage/deploymentId/S"),
+            ("sessionId", "/dynamodb/NewImage/sessionId/S"),
+        ],
+    };
+    let mut detail = Map::new();
+    for (name, path) in members {
+        detail.insert((*name).to_owned(), member(record, detail_type, path)?);
+    }
+    Ok(Some(Published {
+        detail_type,
+        detail: Value::Object(detail),
+    }))
+}
+
+/// The bus the events go to.
+pub trait EventBus: Send + Sync {
+    /// Puts `events` (at most [`MAX_BATCH`]) on the bus; for each, in order, whether the bus
+    /// refused it (EventBridge answers entry by entry).
+    fn put(
+        &self,
+        events: &[Published],
+    ) -> impl Future<Output = Result<Vec<bool>, StoreError>> + Send;
+}
+
+/// What became of a batch of records.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct BatchOutcome {
+    pub published: usize,
+    /// The identifiers of the records whose event was not published: the record that could not
+    /// be made an event, or whose event the bus refused or could not take. Lambda retries the
+    /// batch from the first of them, then hands it to the failure destination.
+    pub failed: Vec<String>,
+}
+
+/// Publishes the events of `records` (each with its identifier: its sequence number), ten at a
+/// time, in order.
+pub async fn publish<B: EventBus>(bus: &B, records: &[(String, Value)]) -> BatchOutcome {
+    let mut outcome = BatchOutcome::default();
+    let mut pending: Vec<(&str, Published)> = Vec::new();
+    for (id, record) in records {
+        match event_of(record) {
+            Ok(Some(event)) => pending.push((id, event)),
+            Ok(None) => {}
+            Err(error) => {
+                tracing::error!(record = %id, %error, "a record no event can be made of");
+                outcome.failed.push(id.clone());
+            }
+        }
+    }
+    for batch in pending.chunks(MAX_BATCH) {
+        let events: Vec<Published> = batch.iter().map(|(_, event)| event.clone()).collect();
+        match bus.put(&events).await {
+            Ok(refused) => {
+                for ((id, event), refused) in batch.iter().zip(refused) {
+                    if refused {
+                        tracing::warn!(record = %id, detail_type = event.detail_type.as_str(), "the bus refused an event");
+                        outcome.failed.push((*id).to_owned());
+                    } else {
+                        outcome.published += 1;
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(error = %crate::error::DisplayErrorContext(&error), "the bus could not be reached");
+                outcome
+                    .failed
+                    .extend(batch.iter().map(|(id, _)| (*id).to_owned()));
+            }
+        }
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session_insert() -> Value {
+        json!({"eventName": "INSERT", "dynamodb": {"NewImage": {
+            "kind": {"S": "session"}, "namespace": {"S": "ns"}, "agentName": {"S": "a"},
+            "serviceId": {"S": "svc"}, "deploymentId": {"S": "d"}, "sessionId": {"S": "s"},
+            "request": {"M": {"createDailyRoom": {"BOOL": false}}}}}})
+    }
+
+    #[test]
+    fn a_session_s_insert_is_session_requested_with_its_request_as_stored() {
+        let event = event_of(&session_insert()).unwrap().unwrap();
+        assert_eq!(event.detail_type, DetailType::SessionRequested);
+        assert_eq!(
+            event.detail,
+            json!({"namespace": "ns", "agentName": "a", "serviceId": "svc", "deploymentId": "d",
+                   "sessionId": "s", "request": {"createDailyRoom": {"BOOL": false}}})
+        );
+    }
+
+    #[test]
+    fn a_stop_is_published_once_and_other_writes_not_at_all() {
+        let mut modify = session_insert();
+        modify["eventName"] = json!("MODIFY");
+        modify["dynamodb"]["OldImage"] = modify["dynamodb"]["NewImage"].clone();
+        assert_eq!(event_of(&modify).unwrap(), None, "no stop asked");
+        modify["dynamodb"]["NewImage"]["stopRequestedAt"] = json!({"S": "t"});
+        let stop = event_of(&modify).unwrap().unwrap();
+        assert_eq!(stop.detail_type, DetailType::SessionStopRequested);
+        assert!(stop.detail.get("request").is_none());
+        modify["dynamodb"]["OldImage"]["stopRequestedAt"] = json!({"S": "t"});
+        assert_eq!(event_of(&modify).unwrap(), None, "asked before");
+        let agent_put =
+            json!({"eventName": "INSERT", "dynamodb": {"NewImage": {"kind": {"S": "agent"}}}});
+        assert_eq!(event_of(&agent_put).unwrap(), None);
+    }
+
+    #[test]
+    fn a_record_missing_what_its_event_carries_is_unpublishable() {
+        let mut record = session_insert();
+        record["dynamodb"]["NewImage"]
+            .as_object_mut()
+            .unwrap()
+            .remove("sessionId");
+        assert_eq!(
+            event_of(&record),
+            Err(Unpublishable {
+                detail_type: "Session Requested",
+                path: "/dynamodb/NewImage/sessionId/S"
+            })
+        );
+    }
+
+    /// A bus that refuses the events of one session id, or is down.
+    struct FakeBus {
+        refused: &'static str,
+        down: bool,
+    }
+
+    impl EventBus for FakeBus {
+        async fn put(&self, events: &[Published]) -> Result<Vec<bool>, StoreError> {
+            assert!(events.len() <= MAX_BATCH);
+            if self.down {
+                return Err(StoreError::Timeout("no bus".into()));
+            }
+            Ok(events
+                .iter()
+                .map(|event| event.detail["sessionId"] == self.refused)
+                .collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn what_the_bus_refuses_or_cannot_take_is_named_by_its_record() {
+        let records: Vec<(String, Value)> = (0..25)
+            .map(|i| {
+                let mut record = session_insert();
+                record["dynamodb"]["NewImage"]["sessionId"] = json!({"S": format!("s{i}")});
+                (format!("seq-{i}"), record)
+            })
+            .collect();
+        let bus = FakeBus {
+            refused: "s13",
+            down: false,
+        };
+        let outcome = publish(&bus, &records).await;
+        assert_eq!(outcome.published, 24);
+        assert_eq!(outcome.failed, ["seq-13"]);
+        let down = FakeBus {
+            refused: "",
+            down: true,
+        };
+        assert_eq!(publish(&down, &records[..3]).await.failed.len(), 3);
+    }
+}
