@@ -17,7 +17,7 @@ ACCOUNT ?= dev
 KIND ?= private
 LOCAL := .local
 CARGO_LAMBDA := $(LOCAL)/venv/bin/cargo-lambda
-ADMIN := cargo run --quiet --package agent-hosting-admin --
+ADMIN := scripts/admin.sh
 
 # Table names and endpoint of the local store (make run, make api-key).
 export AGENTS_TABLE ?= agents

@@ -41,9 +41,10 @@ if [[ " $* " == *" plaintext "* ]]; then
   rm -rf "$data_dir"
 fi
 
-# Built once for the whole run; the suites then time requests, not compilation.
+# Built once for the whole run, as `cargo test --workspace` builds them (the same features:
+# nothing is built again after it); the suites then time requests, not compilation.
 step=$(date +%s)
-cargo build --quiet -p integration-tests --features e2e --tests
+cargo test --workspace --quiet --no-run
 echo "e2e $mode: suites built in $(($(date +%s) - step)) s"
 export RUST_LOG=${RUST_LOG:-warn}
 STACK_WATCH_IGNORE_CHANGES=1
@@ -63,7 +64,9 @@ echo "e2e $mode: stack up (its functions built) in $(($(date +%s) - step)) s"
 suite_cargo() {
   # --show-output: what the suites print of passing tests (each fixture's answer, each stated
   # difference from the contract) is part of the record.
-  cargo test --quiet -p integration-tests --features e2e --test "$1" -- --show-output \
+  # --workspace: the features of the build above. --ignored: the suites' tests, which a plain
+  # `cargo test` skips.
+  cargo test --workspace --quiet --test "$1" -- --ignored --show-output \
     --test-threads "${E2E_THREADS:-4}"
 }
 

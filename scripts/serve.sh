@@ -43,7 +43,7 @@ else
 demo-agent cannot be read: .local/dynamodb-data holds agents written by the first slice's store.
 Migrate them (idempotent) while this runs, in another terminal:
   AGENTS_TABLE=$AGENTS_TABLE LOGS_TABLE=$LOGS_TABLE DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT \\
-    cargo run -p agent-hosting-admin -- migrate-first-slice
+    scripts/admin.sh migrate-first-slice
 or start from empty data: stop it and run  mv .local/dynamodb-data .local/dynamodb-data.old && make run
 WARN
 fi

@@ -79,7 +79,7 @@ trap stack_stop EXIT
 trap 'exit 130' INT TERM
 
 stack_admin() {
-  (cd "$stack_root" && cargo run --quiet --package agent-hosting-admin -- "$@")
+  "$stack_root/scripts/admin.sh" "$@"
 }
 
 # A free port whose next port is free too (sam serves the Invoke API on PORT+1).
@@ -184,7 +184,8 @@ stack_host_triple() {
 # logical for sam). Built either way; started unless STACK_DATA_PLANE=off.
 stack_data_plane() {
   local names=$1 log="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.log"
-  (cd "$stack_root" && cargo build --quiet -p dev-data-plane)
+  # The build scripts/admin.sh makes (the operator command's and the data plane's, one build).
+  (cd "$stack_root" && cargo build --quiet -p agent-hosting-admin -p dev-data-plane)
   export STACK_DATA_PLANE_BIN="$stack_root/target/debug/dev-data-plane"
   [ "${STACK_DATA_PLANE:-on}" = off ] && return
   local checkpoint=${STACK_CHECKPOINT:-}

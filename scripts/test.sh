@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
-# --all-features: the e2e suites (tests/e2e/) are linted too.
+# --all-features: every optional part (the in-memory store, the EventBridge adapter) is linted.
 scripts/timed.sh clippy cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 scripts/timed.sh "cargo test" scripts/with-dynamodb.sh cargo test --workspace --quiet

@@ -24,7 +24,6 @@ pub mod contract_model;
 pub mod template;
 
 /// A running stack over HTTP, for the suites under e2e/.
-#[cfg(feature = "e2e")]
 pub mod stack;
 
 /// A store on fresh tables, plus the client for direct checks.
