@@ -106,7 +106,11 @@ pub async fn sweep<S: SessionStore>(
         session.overdue(now)
     })
     .await?;
-    tracing::info!(due = due.len(), ended = outcome.ended, "sessions swept");
+    // A sweep that found nothing due says so at debug: it runs every minute.
+    match due.is_empty() {
+        true => tracing::debug!("no session past its deadline"),
+        false => tracing::info!(due = due.len(), ended = outcome.ended, "sessions swept"),
+    }
     Ok(outcome)
 }
 
