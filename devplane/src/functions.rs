@@ -55,7 +55,7 @@ pub fn by_binary(text: &str, binary: &str) -> Result<Function, RuleError> {
         .ok_or_else(|| template_error(format!("no function is built from {binary}")))
 }
 
-/// `rate(N minute)`, `rate(N minutes)`, `rate(N second...)`, `rate(N hour...)`.
+/// `rate(N minute)`, `rate(N minutes)`, and the same of hours and days (EventBridge's units).
 fn rate(expression: &str) -> Option<Duration> {
     let inner = expression.strip_prefix("rate(")?.strip_suffix(')')?;
     let (count, unit) = inner.split_once(' ')?;

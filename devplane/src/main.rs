@@ -186,19 +186,21 @@ async fn poll(reader: &mut StreamReader) -> Vec<StreamRecord> {
 }
 
 /// The event the stream publisher puts on the bus for a record (its own code), said; a record
-/// no event can be made of is said too, and passed (the publisher sends it to its failure
-/// queue).
+/// no event can be made of is said too, and passed, as the publisher passes it.
 fn publish(record: &StreamRecord) -> Vec<Value> {
     match shared::stream_events::event_of(&record.record) {
         Ok(Some(event)) => {
             let detail = &event.detail;
             let text = |name: &str| detail[name].as_str().unwrap_or_default().to_owned();
+            let subject = match detail.get("sessionId") {
+                Some(_) => format!("session {}", text("sessionId")),
+                None => format!("deployment {}", text("deploymentId")),
+            };
             println!(
-                "dev data plane: {} {}/{} deployment {}",
+                "dev data plane: {} {}/{} {subject}",
                 event.detail_type.as_str(),
                 text("namespace"),
                 text("agentName"),
-                text("deploymentId")
             );
             vec![event.as_delivered("000000000000", "us-east-1")]
         }

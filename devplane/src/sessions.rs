@@ -21,6 +21,8 @@ pub const MAX_DURATION: Duration = Duration::from_secs(3_600);
 pub const START_DELAY: Duration = Duration::from_millis(400);
 /// How long a stop takes.
 pub const STOP_DELAY: Duration = Duration::from_millis(200);
+/// The least time between a session's reports (their `observedAt` orders them).
+pub const REPORT_GAP: Duration = Duration::from_millis(100);
 
 /// The session an event is about.
 struct Named {
@@ -102,11 +104,14 @@ pub fn respond(event: &Value) -> Vec<Scheduled> {
                 ..session.report("ended")
             };
             let greeting = ["session started", "user joined", "bot said hello"];
+            // The end comes at least REPORT_GAP after the start, so that it is observed (and
+            // ordered) after it even for a session of no length.
+            let ends_at = START_DELAY + lasts.max(REPORT_GAP);
             vec![
                 at(START_DELAY, Message::Session(started)),
                 at(START_DELAY, session.lines(&greeting)),
-                at(START_DELAY + lasts, session.lines(&["session completed"])),
-                at(START_DELAY + lasts, Message::Session(ended)),
+                at(ends_at, session.lines(&["session completed"])),
+                at(ends_at, Message::Session(ended)),
             ]
         }
         Some("Session Stop Requested") => vec![
@@ -169,6 +174,18 @@ mod tests {
             ("dep-1", "s-1")
         );
         assert!(lines.lines.iter().all(|line| line.ends_with("(simulated)")));
+    }
+
+    #[test]
+    fn a_session_of_no_length_still_ends_after_it_started() {
+        let scheduled = respond(&requested(Some(r#"{"simulatedDurationSeconds": 0}"#)));
+        assert_eq!(
+            reports(&scheduled),
+            [
+                (START_DELAY, "started"),
+                (START_DELAY + REPORT_GAP, "ended")
+            ]
+        );
     }
 
     #[test]

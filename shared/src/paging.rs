@@ -8,7 +8,7 @@ use crate::cursor::{CursorFormat, CursorKey};
 use crate::validation::QueryParameters;
 
 /// A `total` counts matches exactly up to this many, and says `gte` past it (contract section
-/// 4, as Elasticsearch's result window): counting never reads past it.
+/// 4, as Elasticsearch's result window): counting stops past it.
 pub const TOTAL_BOUND: usize = 10_000;
 
 /// Whether `total` is the exact count of matching items or a lower bound of it.

@@ -23,8 +23,9 @@ use crate::error::StoreError;
 
 /// The `source` of every event the control plane publishes.
 pub const SOURCE: &str = "agent-hosting";
-/// PutEvents takes at most 10 entries.
+/// PutEvents takes at most 10 entries, of at most 256 KB together.
 pub const MAX_BATCH: usize = 10;
+pub const MAX_BATCH_BYTES: usize = 256 * 1024;
 
 /// The event source mapping's filter patterns (template.yaml holds the same text).
 pub const FILTERS: [&str; 4] = [
@@ -61,6 +62,12 @@ pub struct Published {
 }
 
 impl Published {
+    /// Its size as PutEvents counts it against [`MAX_BATCH_BYTES`]: source, detail-type and
+    /// detail, in bytes.
+    pub fn entry_bytes(&self) -> usize {
+        SOURCE.len() + self.detail_type.as_str().len() + self.detail.to_string().len()
+    }
+
     /// The event as EventBridge delivers it to a rule's target (what the development data
     /// plane hands its rules).
     pub fn as_delivered(&self, account: &str, region: &str) -> Value {
@@ -196,28 +203,60 @@ pub trait EventBus: Send + Sync {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BatchOutcome {
     pub published: usize,
-    /// The identifiers of the records whose event was not published: the record that could not
-    /// be made an event, or whose event the bus refused or could not take. Lambda retries the
-    /// batch from the first of them, then hands it to the failure destination.
+    /// Records of the four writes no event can be made of (or whose event is past PutEvents'
+    /// bound): retrying cannot help, and holding the shard for them would hold every later
+    /// event, so they are logged (an alarm watches for it) and passed.
+    pub unpublishable: usize,
+    /// The identifiers of the records whose event the bus refused or could not take. Lambda
+    /// retries the batch from the lowest of them, then hands it to the failure destination.
     pub failed: Vec<String>,
 }
 
-/// Publishes the events of `records` (each with its identifier: its sequence number), ten at a
-/// time, in order.
+/// The message an unpublishable record is logged with (template.yaml's metric filter reads it).
+pub const UNPUBLISHABLE: &str = "a record no event can be made of";
+
+/// Batches of events for PutEvents: in order, at most [`MAX_BATCH`] and [`MAX_BATCH_BYTES`] each.
+fn batches<T>(events: Vec<(T, Published)>) -> Vec<Vec<(T, Published)>> {
+    let mut batches: Vec<Vec<(T, Published)>> = Vec::new();
+    let mut bytes = 0;
+    for (id, event) in events {
+        let size = event.entry_bytes();
+        match batches.last_mut() {
+            Some(batch) if batch.len() < MAX_BATCH && bytes + size <= MAX_BATCH_BYTES => {
+                bytes += size;
+                batch.push((id, event));
+            }
+            _ => {
+                bytes = size;
+                batches.push(vec![(id, event)]);
+            }
+        }
+    }
+    batches
+}
+
+/// Publishes the events of `records` (each with its identifier: its sequence number), in order.
 pub async fn publish<B: EventBus>(bus: &B, records: &[(String, Value)]) -> BatchOutcome {
     let mut outcome = BatchOutcome::default();
     let mut pending: Vec<(&str, Published)> = Vec::new();
     for (id, record) in records {
-        match event_of(record) {
+        let made = event_of(record).and_then(|event| match event {
+            Some(event) if event.entry_bytes() > MAX_BATCH_BYTES => Err(Unpublishable {
+                detail_type: event.detail_type.as_str(),
+                path: "(the whole event: over PutEvents' 256 KB)",
+            }),
+            other => Ok(other),
+        });
+        match made {
             Ok(Some(event)) => pending.push((id, event)),
             Ok(None) => {}
             Err(error) => {
-                tracing::error!(record = %id, %error, "a record no event can be made of");
-                outcome.failed.push(id.clone());
+                tracing::error!(record = %id, %error, "{UNPUBLISHABLE}");
+                outcome.unpublishable += 1;
             }
         }
     }
-    for batch in pending.chunks(MAX_BATCH) {
+    for batch in batches(pending) {
         let events: Vec<Published> = batch.iter().map(|(_, event)| event.clone()).collect();
         match bus.put(&events).await {
             Ok(refused) => {
@@ -313,6 +352,50 @@ mod tests {
                 .map(|event| event.detail["sessionId"] == self.refused)
                 .collect())
         }
+    }
+
+    #[test]
+    fn batches_keep_to_ten_entries_and_256_kb() {
+        let event = |kb: usize| {
+            let mut record = session_insert();
+            record["dynamodb"]["NewImage"]["request"]["M"]["body"] =
+                json!({"S": "x".repeat(kb * 1024)});
+            event_of(&record).unwrap().unwrap()
+        };
+        let small: Vec<(usize, Published)> = (0..25).map(|i| (i, event(0))).collect();
+        let sizes: Vec<usize> = batches(small).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [10, 10, 5]);
+        let large: Vec<(usize, Published)> = (0..7).map(|i| (i, event(48))).collect();
+        for batch in batches(large) {
+            let bytes: usize = batch.iter().map(|(_, e)| e.entry_bytes()).sum();
+            assert!(bytes <= MAX_BATCH_BYTES, "{bytes}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_record_no_event_can_be_made_of_is_passed_not_retried() {
+        let mut broken = session_insert();
+        broken["dynamodb"]["NewImage"]
+            .as_object_mut()
+            .unwrap()
+            .remove("namespace");
+        let records = vec![
+            ("seq-1".to_owned(), broken),
+            ("seq-2".to_owned(), session_insert()),
+        ];
+        let bus = FakeBus {
+            refused: "",
+            down: false,
+        };
+        let outcome = publish(&bus, &records).await;
+        assert_eq!(
+            outcome,
+            BatchOutcome {
+                published: 1,
+                unpublishable: 1,
+                failed: vec![]
+            }
+        );
     }
 
     #[tokio::test]

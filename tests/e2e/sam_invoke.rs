@@ -377,6 +377,8 @@ async fn prepare() -> (DynamoStore, PathBuf) {
         "EVENTBRIDGE_ENDPOINT": variable("STACK_CONTAINER_KMS_ENDPOINT"),
         "EVENT_BUS_NAME": variable("EVENT_BUS_NAME"),
         "SESSION_START_WAIT_SECONDS": "1",
+        // The sweeper's fixture is dated ahead of every deadline.
+        "SESSION_SWEEP_AT_EVENT_TIME": "true",
     }});
     std::fs::write(&env_file, env.to_string()).unwrap();
     (store, env_file)

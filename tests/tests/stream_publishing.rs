@@ -230,3 +230,17 @@ async fn each_session_is_requested_once_and_its_stop_once() {
         serde_json::from_str(request["dailyRoomProperties"].as_str().unwrap()).unwrap();
     assert_eq!(properties, json!({"exp": 1_800_000_000_u64}));
 }
+
+/// What the publisher logs of a record it cannot publish is what the template's alarm counts.
+#[test]
+fn the_alarm_counts_the_message_an_unpublishable_record_is_logged_with() {
+    let template = integration_tests::template::template();
+    let filter = &template["Resources"]["StreamUnpublishableMetricFilter"]["Properties"];
+    assert_eq!(
+        filter["FilterPattern"].as_str().unwrap(),
+        format!(
+            "{{ $.message = \"{}\" }}",
+            shared::stream_events::UNPUBLISHABLE
+        )
+    );
+}

@@ -4,18 +4,46 @@
 //! fails (`startTimeout`); a started one the data plane never reported ended is ended
 //! (`expired`) at its `maxSessionDuration` plus five minutes.
 //!
-//! The scheduled event's `time` is the sweep's "now": EventBridge sets it to when the schedule
-//! fired, and a test (or an operator) invokes the function with a later one to sweep ahead.
+//! The sweep's "now" is the scheduled event's `time` (when the schedule fired), never later
+//! than the function's own clock: an event dated ahead ends nothing early. Local stacks set
+//! `SESSION_SWEEP_AT_EVENT_TIME=true`, so that a test can sweep ahead with an event dated later
+//! ([`SweepClock::EventTime`]).
 
 use aws_lambda_events::eventbridge::EventBridgeEvent;
-use shared::StoreError;
 use shared::session::SessionStore;
-use shared::session::lifecycle::{self, Ended, SessionRetention};
+use shared::session::lifecycle::{self, Ended, NotAllEnded, SessionRetention};
 
 /// The detail-type of EventBridge's scheduled events.
 pub const SCHEDULED: &str = "Scheduled Event";
 
-/// Why a sweep could not run; the next one, a minute later, sweeps what this one left.
+/// What time a sweep takes as now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepClock {
+    /// The scheduled event's time, at most the function's clock (deployed).
+    Bounded,
+    /// The scheduled event's time, as given (local stacks and their tests).
+    EventTime,
+}
+
+impl SweepClock {
+    /// `SESSION_SWEEP_AT_EVENT_TIME=true`: [`SweepClock::EventTime`]; otherwise bounded.
+    pub fn from_env() -> Self {
+        match std::env::var("SESSION_SWEEP_AT_EVENT_TIME").as_deref() {
+            Ok("true") => SweepClock::EventTime,
+            _ => SweepClock::Bounded,
+        }
+    }
+
+    fn now(self, event_time: time::OffsetDateTime) -> time::OffsetDateTime {
+        match self {
+            SweepClock::Bounded => event_time.min(time::OffsetDateTime::now_utc()),
+            SweepClock::EventTime => event_time,
+        }
+    }
+}
+
+/// Why a sweep could not run, or not end every session due; the next one, a minute later,
+/// sweeps what this one left.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
     #[error("not a scheduled event (detail-type {0:?})")]
@@ -23,23 +51,24 @@ pub enum SweepError {
     #[error("the event has no time, or one out of range")]
     Time,
     #[error(transparent)]
-    Store(#[from] StoreError),
+    NotAllEnded(#[from] NotAllEnded),
 }
 
 #[tracing::instrument(skip_all, fields(at = ?event.time))]
 pub async fn handle<S: SessionStore>(
     sessions: &S,
     retention: SessionRetention,
+    clock: SweepClock,
     event: EventBridgeEvent<serde_json::Value>,
 ) -> Result<Ended, SweepError> {
     if event.detail_type != SCHEDULED {
         return Err(SweepError::NotScheduled(event.detail_type));
     }
     let nanos = event.time.and_then(|at| at.timestamp_nanos_opt());
-    let now = nanos
+    let event_time = nanos
         .and_then(|nanos| time::OffsetDateTime::from_unix_timestamp_nanos(nanos.into()).ok())
         .ok_or(SweepError::Time)?;
-    Ok(lifecycle::sweep(sessions, now, retention).await?)
+    Ok(lifecycle::sweep(sessions, clock.now(event_time), retention).await?)
 }
 
 #[cfg(test)]
@@ -66,12 +95,18 @@ mod tests {
             .unwrap();
         assert_eq!(agent.active_sessions, 1);
 
-        let swept = handle(&store, KEPT, event("session-sweeper.json")).await;
+        let swept = handle(
+            &store,
+            KEPT,
+            SweepClock::EventTime,
+            event("session-sweeper.json"),
+        )
+        .await;
         assert_eq!(
             swept.unwrap(),
             Ended {
                 ended: 1,
-                passed: 0
+                ..Ended::default()
             }
         );
         let session = store
@@ -90,8 +125,31 @@ mod tests {
             .unwrap();
         assert_eq!(agent.active_sessions, 0, "its place is free");
 
-        let again = handle(&store, KEPT, event("session-sweeper.json")).await;
+        let again = handle(
+            &store,
+            KEPT,
+            SweepClock::EventTime,
+            event("session-sweeper.json"),
+        )
+        .await;
         assert_eq!(again.unwrap(), Ended::default(), "nothing is ended twice");
+    }
+
+    #[tokio::test]
+    async fn deployed_an_event_dated_ahead_ends_nothing_early() {
+        let store = shared::testing::seeded_memory_store().await;
+        let ahead = handle(
+            &store,
+            KEPT,
+            SweepClock::Bounded,
+            event("session-sweeper.json"),
+        )
+        .await;
+        assert_eq!(
+            ahead.unwrap(),
+            Ended::default(),
+            "swept at the function's clock"
+        );
     }
 
     #[tokio::test]
@@ -99,7 +157,7 @@ mod tests {
         let store = shared::testing::seeded_memory_store().await;
         let mut other = event("session-sweeper.json");
         other.detail_type = "Session Status".into();
-        let refused = handle(&store, KEPT, other).await;
+        let refused = handle(&store, KEPT, SweepClock::EventTime, other).await;
         assert!(matches!(refused, Err(SweepError::NotScheduled(_))));
     }
 }

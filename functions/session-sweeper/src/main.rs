@@ -11,9 +11,10 @@ async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let (store, config) = DynamoStore::from_env(&[AGENTS_TABLE])?;
     let retention = SessionRetention::days(config.log_retention_days);
+    let clock = session_sweeper::SweepClock::from_env();
     let store = &store;
     run(service_fn(move |event: LambdaEvent<_>| async move {
-        session_sweeper::handle(store, retention, event.payload)
+        session_sweeper::handle(store, retention, clock, event.payload)
             .await
             .map_err(|error| {
                 tracing::error!(error = %DisplayErrorContext(&error), "sweep failed; the next one takes what is left");

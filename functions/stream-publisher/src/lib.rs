@@ -3,11 +3,12 @@
 //! oldest first, a batch of at most ten; each becomes its event on the agents bus, so an event
 //! follows its committed write and is never lost with the request that wrote it.
 //!
-//! A record whose event is not published (the bus refused it or could not be reached, or no
-//! event can be made of it) is answered in `batchItemFailures` by its sequence number: Lambda
-//! retries the batch from the first of them (events already published are published again:
-//! consumers deduplicate), and past the mapping's retries sends the batch's place in the
-//! stream to the failure queue. The function itself never fails a batch.
+//! A record whose event the bus refused or could not take is answered in `batchItemFailures` by
+//! its sequence number: Lambda retries the batch from the lowest of them (events already
+//! published are published again: consumers deduplicate), and past the mapping's retries sends
+//! the batch's place in the stream to the failure queue. A record no event can be made of is
+//! logged (an alarm watches for it) and passed: retrying could not help, and would hold every
+//! later event of its shard. The function itself never fails a batch.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -54,6 +55,7 @@ pub async fn handle<B: EventBus>(bus: &B, event: Value) -> BatchResponse {
     tracing::info!(
         published = outcome.published,
         failed = outcome.failed.len(),
+        unpublishable = outcome.unpublishable,
         "stream records published"
     );
     BatchResponse {

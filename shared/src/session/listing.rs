@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use super::record::SessionRecord;
-use super::store::{SessionStore, SessionSummary, StartedWithin};
+use super::store::{SessionStore, SessionSummary, StartedWithin, SummaryReader};
 use super::view::{EndState, SessionView};
 use crate::ApiError;
 use crate::agent::AgentStore;
@@ -187,44 +187,106 @@ pub struct SessionListView<'a> {
     next_cursor: Option<&'a str>,
 }
 
-/// Where a walk through the agent's sessions has got to.
-#[derive(Debug, Default)]
-struct Walk {
+/// Sessions a walk reads at most (a read unit per 8 KB of them): past it, the page ends where
+/// the reading did, with a cursor to go on from there, and `total` says `gte`.
+pub const READ_BUDGET: usize = 20_000;
+
+/// What a walk through the agent's sessions does: the page after the cursor, the count, or both.
+#[derive(Debug)]
+struct Walk<'q> {
+    query: &'q SessionQuery,
+    budget: usize,
+    paging: bool,
+    counting: bool,
     /// Matches counted, up to one past [`TOTAL_BOUND`].
     counted: usize,
     /// The page's sessions, by id.
     page: Vec<String>,
-    /// Whether a match follows the page.
-    more: bool,
+    /// Where the next page starts, once known.
+    next: Option<String>,
+    page_done: bool,
+    read: usize,
+    last_read: Option<String>,
 }
 
-impl Walk {
-    fn take(&mut self, query: &SessionQuery, session: &SessionSummary) {
-        if !query.filter.matches(session) {
+impl<'q> Walk<'q> {
+    fn new(query: &'q SessionQuery, budget: usize, paging: bool, counting: bool) -> Self {
+        Walk {
+            query,
+            budget,
+            paging,
+            counting,
+            counted: 0,
+            page: Vec::new(),
+            next: None,
+            page_done: !paging,
+            read: 0,
+            last_read: None,
+        }
+    }
+
+    fn take(&mut self, session: &SessionSummary) {
+        self.read += 1;
+        self.last_read = Some(session.session_id.clone());
+        if !self.query.filter.matches(session) {
             return;
         }
-        self.counted = (self.counted + 1).min(TOTAL_BOUND + 1);
+        if self.counting {
+            self.counted = (self.counted + 1).min(TOTAL_BOUND + 1);
+        }
         // Ids sort by start, so the cursor's place is found even if that session has changed
         // since (or is gone).
-        let past_cursor = query
+        let past_cursor = self
+            .query
             .after
             .as_ref()
             .is_none_or(|after| session.session_id < *after);
-        if past_cursor {
-            match self.page.len() < query.limit {
-                true => self.page.push(session.session_id.clone()),
-                false => self.more = true,
+        if self.page_done || !past_cursor {
+            return;
+        }
+        match self.page.len() < self.query.limit {
+            true => self.page.push(session.session_id.clone()),
+            false => {
+                self.next = self.page.last().cloned();
+                self.page_done = true;
             }
         }
     }
 
+    /// Whether what the walk is for is known.
     fn done(&self) -> bool {
-        self.more && self.counted > TOTAL_BOUND
+        self.page_done && (!self.counting || self.counted > TOTAL_BOUND)
+    }
+
+    /// Reads with `reader` until the walk is done, the sessions end, or the budget is spent;
+    /// whether every session was read.
+    async fn run<S: SessionStore>(
+        &mut self,
+        mut reader: SummaryReader<'_, S>,
+    ) -> Result<bool, crate::error::StoreError> {
+        while let Some(summaries) = reader.next().await? {
+            for session in &summaries {
+                self.take(session);
+            }
+            if self.done() {
+                return Ok(false);
+            }
+            if self.read >= self.budget {
+                if self.paging && !self.page_done {
+                    // Everything up to the last session read was looked at: go on after it.
+                    self.next = self.last_read.clone();
+                    self.page_done = true;
+                }
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
 /// The page of `caller`'s agent `agent_name` that `query` asks for; 404 when the account has
-/// no such agent.
+/// no such agent. The first page's walk pages and counts at once; a later page's walk reads
+/// from its cursor, and the count from the newest session.
 #[tracing::instrument(skip_all, fields(namespace = %caller.namespace, agent = agent_name))]
 pub async fn list<A: AgentStore, S: SessionStore>(
     agents: &A,
@@ -234,42 +296,66 @@ pub async fn list<A: AgentStore, S: SessionStore>(
     query: &SessionQuery,
     key: &CursorKey,
 ) -> Result<SessionList, ApiError> {
+    list_reading(
+        agents,
+        sessions,
+        caller,
+        agent_name,
+        query,
+        key,
+        READ_BUDGET,
+    )
+    .await
+}
+
+/// [`list`], reading at most `budget` sessions a walk.
+async fn list_reading<A: AgentStore, S: SessionStore>(
+    agents: &A,
+    sessions: &S,
+    caller: &Principal,
+    agent_name: &str,
+    query: &SessionQuery,
+    key: &CursorKey,
+    budget: usize,
+) -> Result<SessionList, ApiError> {
     let agent = agents
         .get_agent(&caller.namespace, agent_name)
         .await?
         .ok_or_else(ApiError::no_agent)?;
     let (namespace, service) = (caller.namespace.as_str(), agent.service_id.as_str());
-    let mut walk = Walk::default();
-    let mut before: Option<String> = None;
-    let complete = loop {
-        let chunk = sessions
-            .session_summaries(namespace, service, query.within, before.as_deref())
-            .await?;
-        for session in &chunk.summaries {
-            walk.take(query, session);
+    let reader = || SummaryReader::new(sessions, namespace, service, query.within);
+    let (walk, complete) = match &query.after {
+        None => {
+            let mut walk = Walk::new(query, budget, true, true);
+            let complete = walk.run(reader()).await?;
+            (walk, complete)
         }
-        if walk.done() {
-            break false;
-        }
-        match chunk.summaries.last() {
-            Some(last) if chunk.more => before = Some(last.session_id.clone()),
-            _ => break true,
+        Some(after) => {
+            let mut paging = Walk::new(query, budget, true, false);
+            paging.run(reader().older_than(Some(after.clone()))).await?;
+            let mut counting = Walk::new(query, budget, false, true);
+            let complete = counting.run(reader()).await?;
+            paging.counted = counting.counted;
+            (paging, complete)
         }
     };
-    let mut page = sessions
+    // Read again whole (eventually consistent): a session that has moved since is left out of
+    // the page if it no longer matches; the cursor is where the walk stopped, whatever it shows.
+    let mut page: Vec<SessionRecord> = sessions
         .get_sessions(namespace, service, &walk.page)
-        .await?;
+        .await?
+        .into_iter()
+        .filter(|session| query.filter.matches(&SessionSummary::from(session)))
+        .collect();
     page.sort_by(|a, b| b.session_id.cmp(&a.session_id));
-    let next_cursor = match (walk.more, page.last()) {
-        (true, Some(last)) => {
-            let fingerprint = query.fingerprint(namespace, agent_name);
-            Some(key.encode(&CURSOR_FORMAT, &fingerprint, &last.session_id))
-        }
-        _ => None,
-    };
+    let next_cursor = walk.next.as_ref().map(|next| {
+        let fingerprint = query.fingerprint(namespace, agent_name);
+        key.encode(&CURSOR_FORMAT, &fingerprint, next)
+    });
     tracing::info!(
         listed = page.len(),
         counted = walk.counted,
+        read = walk.read,
         "sessions listed"
     );
     Ok(SessionList {
@@ -348,6 +434,75 @@ mod tests {
         rejected("cursor=forged", "cursor");
         rejected("sesionId=s", "sesionId");
         rejected("limit=5&limit=6", "limit");
+    }
+
+    /// An agent of the in-memory store with 60 sessions a second apart, the odd ones ended.
+    async fn sixty_sessions() -> (crate::store::memory::MemoryStore, Principal, Vec<String>) {
+        use crate::agent::{AgentStore, DeploymentState};
+        use crate::session::{SessionRecord, SessionRequest, SessionState, SessionStore};
+        let store = crate::store::memory::MemoryStore::default();
+        let mut agent = crate::agent::record::tests::record();
+        agent.active.status.state = DeploymentState::Ready;
+        agent.active.config.auto_scaling.max_replicas = 50;
+        store.create_agent(&agent, None).await.unwrap();
+        let start = time::macros::datetime!(2026-11-25 10:00 UTC);
+        let mut ids = Vec::new();
+        for i in 0..60 {
+            let at = start + time::Duration::seconds(i);
+            let deployment = agent.active.deployment.id.clone();
+            let session = SessionRecord::new(&agent, &deployment, SessionRequest::default(), at);
+            store.start_session(&session).await.unwrap();
+            if i % 2 == 1 {
+                let ended = session.ended(SessionState::Ended, "completed", "t");
+                store.write_session(&session, &ended).await.unwrap();
+            }
+            ids.push(session.session_id);
+        }
+        ids.reverse();
+        (store, agent.owner.clone(), ids)
+    }
+
+    #[tokio::test]
+    async fn past_its_read_budget_a_page_ends_where_it_read_and_the_next_goes_on_from_there() {
+        let (store, owner, newest_first) = sixty_sessions().await;
+        let ended: Vec<String> = newest_first.iter().step_by(2).cloned().collect();
+        let name = crate::agent::record::tests::record().name;
+        let mut listed = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..20 {
+            let mut params = vec![("status", "ended"), ("limit", "10")];
+            if let Some(cursor) = &cursor {
+                params.push(("cursor", cursor.as_str()));
+            }
+            let query = SessionQuery::from_params(params, &KEY, &owner.namespace, &name).unwrap();
+            let page = list_reading(&store, &store, &owner, &name, &query, &KEY, 7)
+                .await
+                .unwrap();
+            assert_eq!(
+                page.total.relation,
+                crate::paging::Relation::Gte,
+                "not all read"
+            );
+            listed.extend(page.sessions().iter().map(|s| s.session_id.clone()));
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(
+            listed, ended,
+            "every match once, newest first, over short pages"
+        );
+
+        let query = SessionQuery::from_params([("status", "ended")], &KEY, &owner.namespace, &name)
+            .unwrap();
+        let whole = list(&store, &store, &owner, &name, &query, &KEY)
+            .await
+            .unwrap();
+        assert_eq!(
+            (whole.total.value, whole.total.relation),
+            (30, crate::paging::Relation::Eq)
+        );
     }
 
     #[test]

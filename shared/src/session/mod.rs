@@ -19,6 +19,6 @@ pub use record::{
 pub use start::{StartRefusal, admits, serving_deployment};
 pub use store::{
     SessionKey, SessionStore, SessionSummary, SessionWrite, StartOutcome, StartedWithin,
-    SummaryChunk,
+    SummaryChunk, SummaryReader, most_overdue,
 };
 pub use view::{EndState, SessionView, StartAnswer};

@@ -184,9 +184,12 @@ impl SessionRecord {
     /// The session started at `at` (the data plane's report), connected with `connection`, at
     /// the next version: due to end by its maximum duration and the grace. The start's request
     /// is dropped: the data plane has it, and it may hold what the end user's client sent.
-    /// A second `started` report changes what to connect with, not when it started.
-    pub fn started(&self, connection: Connection, at: OffsetDateTime) -> Self {
-        let ends_by = at + Duration::seconds(i64::from(self.max_duration_seconds)) + EXPIRY_GRACE;
+    /// A second `started` report changes what to connect with, not when it started. The deadline
+    /// counts from `at` or `now` (the control plane's clock), the later: a data plane whose
+    /// clock runs behind never gets a live session expired early.
+    pub fn started(&self, connection: Connection, at: OffsetDateTime, now: OffsetDateTime) -> Self {
+        let ends_by =
+            at.max(now) + Duration::seconds(i64::from(self.max_duration_seconds)) + EXPIRY_GRACE;
         let (started_at, deadline) = match (&self.started_at, self.state) {
             (Some(started_at), SessionState::Started) => (started_at.clone(), self.deadline),
             _ => (rfc3339_millis(at), Some(ends_by.unix_timestamp())),
@@ -221,19 +224,28 @@ impl SessionRecord {
 
     /// The session as the control plane ends it at `now` when its deadline has passed without
     /// the data plane's word: failed (`startTimeout`) while starting, ended (`expired`) once
-    /// started. `None` while it is within its deadline, or no longer active.
+    /// started, and the data plane asked to stop it. `None` while it is within its deadline, or
+    /// no longer active.
     pub fn overdue(&self, now: OffsetDateTime) -> Option<Self> {
         let deadline = self.deadline.filter(|_| self.is_active())?;
         if now.unix_timestamp() < deadline {
             return None;
         }
         let at = rfc3339_millis(now);
-        Some(match self.state {
+        let ended = match self.state {
             SessionState::Starting => {
                 self.ended(SessionState::Failed, completion::START_TIMEOUT, &at)
             }
             _ => self.ended(SessionState::Ended, completion::EXPIRED, &at),
-        })
+        };
+        Some(ended.with_stop_requested(&at))
+    }
+
+    /// The same write with the data plane asked to stop the session at `at`, unless it was asked
+    /// before (the stream publishes the first ask only).
+    pub fn with_stop_requested(mut self, at: &str) -> Self {
+        self.stop_requested_at.get_or_insert_with(|| at.to_owned());
+        self
     }
 }
 

@@ -123,7 +123,9 @@ impl SessionRecord {
             return Err(Unapplied::Stale);
         }
         let mut next = match report.state() {
-            SessionState::Started => self.started(report.connection.clone(), report.observed_at),
+            SessionState::Started => {
+                self.started(report.connection.clone(), report.observed_at, now)
+            }
             ended => {
                 let at = rfc3339_millis(report.observed_at);
                 let completion_status = report.completion_status.clone().unwrap_or_else(|| {

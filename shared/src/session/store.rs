@@ -45,6 +45,69 @@ pub struct SummaryChunk {
     pub more: bool,
 }
 
+/// An agent's sessions read newest first, one read of the store at a time (the loop the list and
+/// a delete's end of sessions share).
+pub struct SummaryReader<'a, S> {
+    sessions: &'a S,
+    namespace: &'a str,
+    service_id: &'a str,
+    within: StartedWithin,
+    before: Option<String>,
+    done: bool,
+}
+
+impl<'a, S: SessionStore> SummaryReader<'a, S> {
+    pub fn new(
+        sessions: &'a S,
+        namespace: &'a str,
+        service_id: &'a str,
+        within: StartedWithin,
+    ) -> Self {
+        SummaryReader {
+            sessions,
+            namespace,
+            service_id,
+            within,
+            before: None,
+            done: false,
+        }
+    }
+
+    /// The reader of the sessions older than `session_id` only.
+    pub fn older_than(mut self, session_id: Option<String>) -> Self {
+        self.before = session_id;
+        self
+    }
+
+    /// The next read's sessions, older than every one before; `None` once all are read.
+    pub async fn next(&mut self) -> Result<Option<Vec<SessionSummary>>, StoreError> {
+        if self.done {
+            return Ok(None);
+        }
+        let chunk = self
+            .sessions
+            .session_summaries(
+                self.namespace,
+                self.service_id,
+                self.within,
+                self.before.as_deref(),
+            )
+            .await?;
+        match chunk.summaries.last() {
+            Some(last) if chunk.more => self.before = Some(last.session_id.clone()),
+            _ => self.done = true,
+        }
+        Ok(Some(chunk.summaries))
+    }
+}
+
+/// The `max` most overdue of `due` (deadline, session), the earliest deadline first: what a
+/// store answers [`SessionStore::overdue_sessions`] with.
+pub fn most_overdue(mut due: Vec<(i64, SessionKey)>, max: usize) -> Vec<SessionKey> {
+    due.sort();
+    due.into_iter().take(max).map(|(_, key)| key).collect()
+}
+
 /// Where a session is kept: what the deadlines index gives back.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SessionKey {

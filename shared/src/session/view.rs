@@ -226,7 +226,10 @@ mod tests {
             EndState::of(&never_started.ended(SessionState::Ended, completion::TERMINATED, "t")),
             EndState::EndedBeforeAgentStart
         );
-        let session = never_started.started(Connection::default(), time::OffsetDateTime::now_utc());
+        let session = {
+            let now = time::OffsetDateTime::now_utc();
+            never_started.started(Connection::default(), now, now)
+        };
         let ended = |state, status| EndState::of(&session.ended(state, status, "t"));
         assert_eq!(EndState::of(&session), EndState::Active);
         assert_eq!(ended(SessionState::Ended, "completed"), EndState::Completed);

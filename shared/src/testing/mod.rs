@@ -99,7 +99,7 @@ async fn seed_fixture_session<S: SessionStore>(
         ws_url: Some(format!("ws://simulated.invalid/{SESSION_FIXTURE_ID}")),
         ..Connection::default()
     };
-    let started = session.started(connection, at);
+    let started = session.started(connection, at, at);
     match store.write_session(&session, &started).await? {
         SessionWrite::Written => Ok(()),
         other => Err(unexpected(format!("seeding the session: {other:?}"))),

@@ -1,7 +1,10 @@
 //! No capacity leaks (contract section 11): sessions the data plane never reports ended are
 //! ended by the control plane, at their deadline (the sweep) or with their agent (a delete).
 //! Each end is the same write a report's end is: conditioned on the session's version, it frees
-//! the session's place in the same transaction, once, whoever gets there first.
+//! the session's place in the same transaction, once, whoever gets there first. It also asks
+//! the data plane to stop the session (`stopRequestedAt`, published as `Session Stop
+//! Requested`), in case it still runs it: a session that starts after its start timed out must
+//! not run unseen. One session's failure never keeps the others from being ended.
 
 use time::{Duration, OffsetDateTime};
 
@@ -13,7 +16,7 @@ use crate::races::Races;
 use crate::session::listing::{SessionFilter, StatusFilter};
 use crate::session::{
     EXPIRY_GRACE, START_TIMEOUT, SessionKey, SessionRecord, SessionState, SessionStore,
-    SessionWrite, StartedWithin, completion,
+    SessionWrite, StartedWithin, SummaryReader, completion,
 };
 use crate::timestamp::rfc3339_millis;
 
@@ -30,6 +33,19 @@ pub struct Ended {
     pub ended: usize,
     /// Sessions found already ended, or no longer due (a report came first).
     pub passed: usize,
+    /// Sessions that could not be ended this time (the store failed); the next sweep tries
+    /// again.
+    pub failed: usize,
+}
+
+/// A sweep or a delete that could not end every session it was to: what it did, and the first
+/// failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{} of the sessions could not be ended", .outcome.failed)]
+pub struct NotAllEnded {
+    pub outcome: Ended,
+    #[source]
+    pub first: StoreError,
 }
 
 /// Ends `key`'s session as `end` says of it as read (`None`: leave it), read again after a lost
@@ -68,27 +84,36 @@ async fn end_session<S: SessionStore>(
     }
 }
 
-/// Ends each of `keys` as `end` says, a few at once.
+/// Ends each of `keys` as `end` says, a few at once; a failure is counted and the others go on.
 async fn end_each<S: SessionStore>(
     sessions: &S,
     keys: &[SessionKey],
     retention: SessionRetention,
     now: OffsetDateTime,
     end: &(impl Fn(&SessionRecord) -> Option<SessionRecord> + Sync),
-) -> Result<Ended, StoreError> {
+) -> Result<Ended, NotAllEnded> {
     let mut outcome = Ended::default();
+    let mut first = None;
     for batch in keys.chunks(AT_ONCE) {
         let ends = batch
             .iter()
             .map(|key| end_session(sessions, key, retention, now, end));
-        for ended in futures_util::future::try_join_all(ends).await? {
+        for (key, ended) in batch.iter().zip(futures_util::future::join_all(ends).await) {
             match ended {
-                true => outcome.ended += 1,
-                false => outcome.passed += 1,
+                Ok(true) => outcome.ended += 1,
+                Ok(false) => outcome.passed += 1,
+                Err(error) => {
+                    tracing::warn!(namespace = %key.namespace, session = %key.session_id, error = %crate::error::DisplayErrorContext(&error), "a session could not be ended");
+                    outcome.failed += 1;
+                    first.get_or_insert(error);
+                }
             }
         }
     }
-    Ok(outcome)
+    match first {
+        None => Ok(outcome),
+        Some(first) => Err(NotAllEnded { outcome, first }),
+    }
 }
 
 /// Ends the sessions whose deadline has passed at `now`: failed (`startTimeout`) while still
@@ -98,10 +123,14 @@ pub async fn sweep<S: SessionStore>(
     sessions: &S,
     now: OffsetDateTime,
     retention: SessionRetention,
-) -> Result<Ended, StoreError> {
+) -> Result<Ended, NotAllEnded> {
     let due = sessions
         .overdue_sessions(now.unix_timestamp(), SWEEP_BATCH)
-        .await?;
+        .await
+        .map_err(|first| NotAllEnded {
+            outcome: Ended::default(),
+            first,
+        })?;
     let outcome = end_each(sessions, &due, retention, now, &|session| {
         session.overdue(now)
     })
@@ -114,11 +143,15 @@ pub async fn sweep<S: SessionStore>(
     Ok(outcome)
 }
 
-/// The longest a session can be active: still starting for [`START_TIMEOUT`], then its longest
-/// `maxSessionDuration` and the grace. One that started before that is past its deadline, and
-/// the sweep ends it.
+/// How long before now an active session can have started: still starting for
+/// [`START_TIMEOUT`], then its longest `maxSessionDuration` and the grace, and an hour for what
+/// can push its deadline later (a report delivered late, sweeps that failed). One that started
+/// before that is past its deadline, and the sweep ends it.
 pub fn longest_active() -> Duration {
-    START_TIMEOUT + Duration::seconds(*MAX_SESSION_DURATION.end()) + EXPIRY_GRACE
+    START_TIMEOUT
+        + Duration::seconds(*MAX_SESSION_DURATION.end())
+        + EXPIRY_GRACE
+        + Duration::hours(1)
 }
 
 /// Ends the active sessions of `agent`, deleted (`agentDeleted`): those started within
@@ -129,7 +162,7 @@ pub async fn end_sessions_of<S: SessionStore>(
     agent: &AgentRecord,
     now: OffsetDateTime,
     retention: SessionRetention,
-) -> Result<Ended, StoreError> {
+) -> Result<Ended, NotAllEnded> {
     let namespace = agent.owner.namespace.as_str();
     let within = StartedWithin {
         from: Some((now - longest_active()).unix_timestamp()),
@@ -141,32 +174,33 @@ pub async fn end_sessions_of<S: SessionStore>(
         deployment_id: None,
     };
     let mut keys = Vec::new();
-    let mut before: Option<String> = None;
-    loop {
-        let chunk = sessions
-            .session_summaries(namespace, &agent.service_id, within, before.as_deref())
-            .await?;
-        keys.extend(
-            chunk
-                .summaries
-                .iter()
-                .filter(|session| active.matches(session))
-                .map(|session| SessionKey {
-                    namespace: namespace.to_owned(),
-                    service_id: agent.service_id.clone(),
-                    session_id: session.session_id.clone(),
-                }),
-        );
-        match chunk.summaries.last() {
-            Some(last) if chunk.more => before = Some(last.session_id.clone()),
-            _ => break,
+    let mut reader = SummaryReader::new(sessions, namespace, &agent.service_id, within);
+    let read = async {
+        while let Some(summaries) = reader.next().await? {
+            keys.extend(
+                summaries
+                    .iter()
+                    .filter(|session| active.matches(session))
+                    .map(|session| SessionKey {
+                        namespace: namespace.to_owned(),
+                        service_id: agent.service_id.clone(),
+                        session_id: session.session_id.clone(),
+                    }),
+            );
         }
-    }
+        Ok::<(), StoreError>(())
+    };
+    read.await.map_err(|first| NotAllEnded {
+        outcome: Ended::default(),
+        first,
+    })?;
     let at = rfc3339_millis(now);
     let outcome = end_each(sessions, &keys, retention, now, &|session| {
-        session
-            .is_active()
-            .then(|| session.ended(SessionState::Ended, completion::AGENT_DELETED, &at))
+        session.is_active().then(|| {
+            session
+                .ended(SessionState::Ended, completion::AGENT_DELETED, &at)
+                .with_stop_requested(&at)
+        })
     })
     .await?;
     tracing::info!(ended = outcome.ended, "the deleted agent's sessions ended");

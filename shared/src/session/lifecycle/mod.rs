@@ -9,7 +9,7 @@ mod start;
 mod stop;
 mod stored;
 
-pub use deadlines::{Ended, SWEEP_BATCH, end_sessions_of, longest_active, sweep};
+pub use deadlines::{Ended, NotAllEnded, SWEEP_BATCH, end_sessions_of, longest_active, sweep};
 pub use reports::{SessionRetention, apply_report};
 pub use start::{StartWait, reported, start};
 pub use stop::{find, stop};

@@ -53,6 +53,8 @@ pub struct SessionItem {
     /// The table's TTL attribute, once the session has ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
+    /// Items written without it read as the default `maxSessionDuration`.
+    #[serde(default = "crate::manifest::default_max_session_duration")]
     pub max_duration_seconds: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
@@ -162,10 +164,22 @@ mod tests {
             },
             time::macros::datetime!(2026-11-25 10:00 UTC),
         );
-        session = session.started(
-            Connection::default(),
-            time::macros::datetime!(2026-11-25 10:00:02 UTC),
+        let starting = SessionItem::from(&session);
+        assert_eq!(
+            (starting.deadline, starting.deadline_shard.is_some()),
+            (Some(1_795_600_920), true),
+            "two minutes after its start, in the deadlines index"
         );
+        let stored: super::super::Item = serde_dynamo::to_item(&starting).unwrap();
+        let back: SessionItem = serde_dynamo::from_item(stored).unwrap();
+        assert_eq!(
+            SessionRecord::from(back),
+            session,
+            "the start's request kept"
+        );
+
+        let reported = time::macros::datetime!(2026-11-25 10:00:02 UTC);
+        session = session.started(Connection::default(), reported, reported);
         session.bot_start_seconds = Some(1.25);
         session.cold_start = Some(false);
         session.connection = Some(Connection {
@@ -186,6 +200,14 @@ mod tests {
         assert_eq!(stored["kind"].as_s().unwrap(), "session");
         let back: SessionItem = serde_dynamo::from_item(stored).unwrap();
         assert_eq!(SessionRecord::from(back), session);
+        assert!(session.request.body.is_none(), "dropped once reported");
+        let ended = session.ended(SessionState::Ended, "completed", "2026-11-25T10:09:00.000Z");
+        let item = SessionItem::from(&ended);
+        assert_eq!(
+            (item.deadline, item.deadline_shard),
+            (None, None),
+            "out of the deadlines index"
+        );
     }
 
     #[test]

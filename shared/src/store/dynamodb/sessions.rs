@@ -20,7 +20,7 @@ use crate::agent::{AgentRecord, DeploymentState};
 use crate::error::StoreError;
 use crate::session::{
     SessionKey, SessionRecord, SessionState, SessionStore, SessionSummary, SessionWrite,
-    StartOutcome, StartedWithin, SummaryChunk, admits, session_id_floor,
+    StartOutcome, StartedWithin, SummaryChunk, admits, most_overdue, session_id_floor,
 };
 
 /// What a list reads of a session ([`SessionSummary`]): the attributes its filters test.
@@ -339,8 +339,7 @@ impl SessionStore for DynamoStore {
                 }
             }
         }
-        due.sort();
-        Ok(due.into_iter().take(max).map(|(_, key)| key).collect())
+        Ok(most_overdue(due, max))
     }
 
     #[tracing::instrument(skip_all, fields(namespace = %next.namespace, session = %next.session_id))]

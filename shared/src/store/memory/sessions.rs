@@ -5,7 +5,7 @@ use super::{MemoryStore, lock};
 use crate::error::StoreError;
 use crate::session::{
     SessionKey, SessionRecord, SessionStore, SessionSummary, SessionWrite, StartOutcome,
-    StartedWithin, SummaryChunk, admits, session_id_floor,
+    StartedWithin, SummaryChunk, admits, most_overdue, session_id_floor,
 };
 
 /// Sessions one read answers (DynamoDB answers up to 1 MB): small, so that the loops over
@@ -101,7 +101,7 @@ impl SessionStore for MemoryStore {
 
     async fn overdue_sessions(&self, now: i64, max: usize) -> Result<Vec<SessionKey>, StoreError> {
         let state = lock(&self.agents);
-        let mut due: Vec<(i64, SessionKey)> = state
+        let due: Vec<(i64, SessionKey)> = state
             .sessions
             .iter()
             .filter(|(_, session)| session.is_active())
@@ -115,8 +115,7 @@ impl SessionStore for MemoryStore {
                 Some((deadline, key))
             })
             .collect();
-        due.sort();
-        Ok(due.into_iter().take(max).map(|(_, key)| key).collect())
+        Ok(most_overdue(due, max))
     }
 
     async fn write_session(

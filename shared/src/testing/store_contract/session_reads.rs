@@ -67,7 +67,8 @@ async fn start_sessions<S: SessionStore>(store: &S, agent: &AgentRecord) -> Vec<
             made.push(session);
             continue;
         }
-        let running = session.started(Connection::default(), at + Duration::seconds(30));
+        let reported = at + Duration::seconds(30);
+        let running = session.started(Connection::default(), reported, reported);
         assert_eq!(
             store.write_session(&session, &running).await.unwrap(),
             SessionWrite::Written
@@ -216,7 +217,7 @@ pub async fn session_reads<S: AgentStore + SessionStore>(store: &S) {
         swept,
         Ended {
             ended: 2,
-            passed: 0
+            ..Ended::default()
         },
         "sessions 0 and 2"
     );
@@ -232,6 +233,10 @@ pub async fn session_reads<S: AgentStore + SessionStore>(store: &S) {
     );
     assert_eq!(EndState::of(&failed), EndState::AgentStartTimeout);
     assert_eq!(failed.deadline, None, "out of the deadlines index");
+    assert!(
+        failed.stop_requested_at.is_some(),
+        "the data plane asked to stop what it may still run"
+    );
     assert_eq!(failed.expires_at, Some(KEPT.expires_at(at)));
     let counted = store.get_agent(ns, "talker").await.unwrap().unwrap();
     assert_eq!(counted.active_sessions, (SESSIONS - 2) as u32);
@@ -309,7 +314,7 @@ async fn deleted_agent_ends_its_sessions<S: AgentStore + SessionStore>(store: &S
         ended,
         Ended {
             ended: 3,
-            passed: 0
+            ..Ended::default()
         }
     );
     for session in &live {
@@ -324,6 +329,7 @@ async fn deleted_agent_ends_its_sessions<S: AgentStore + SessionStore>(store: &S
             Some(completion::AGENT_DELETED)
         );
         assert_eq!(EndState::of(&read), EndState::EndedBeforeAgentStart);
+        assert!(read.stop_requested_at.is_some());
     }
     let again = end_sessions_of(store, &current, now, KEPT).await.unwrap();
     assert_eq!(again, Ended::default(), "nothing is ended twice");
