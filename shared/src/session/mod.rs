@@ -1,6 +1,7 @@
 //! Sessions (contract section 11): what is kept of one (`record`), whether an agent takes one
 //! more (`start`: the cap, exact under any concurrency), the port a store implements (`store`),
-//! and what a start does over the ports (`lifecycle`).
+//! what a start does over the ports (`lifecycle`), and the list of an agent's sessions (`listing`:
+//! its request and its walk).
 
 mod body;
 pub mod lifecycle;
