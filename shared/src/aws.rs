@@ -49,12 +49,9 @@ pub fn dynamodb_client(
 /// A client for KMS on AWS, or for an emulator (moto's server) when `endpoint` is set; built as
 /// [`dynamodb_client`] is, with the same bounds.
 pub fn kms_client(endpoint: Option<&str>) -> Result<aws_sdk_kms::Client, MissingVariable> {
-    let shared = shared_config(optional, endpoint)?;
-    let mut config = aws_sdk_kms::config::Builder::from(&shared);
-    if let Some(endpoint) = endpoint {
-        config = config.endpoint_url(endpoint);
-    }
-    Ok(aws_sdk_kms::Client::from_conf(config.build()))
+    Ok(aws_sdk_kms::Client::new(&shared_config(
+        optional, endpoint,
+    )?))
 }
 
 /// A client for Secrets Manager on AWS, or for an emulator (moto's server) when `endpoint` is
@@ -62,12 +59,9 @@ pub fn kms_client(endpoint: Option<&str>) -> Result<aws_sdk_kms::Client, Missing
 pub fn secrets_manager_client(
     endpoint: Option<&str>,
 ) -> Result<aws_sdk_secretsmanager::Client, MissingVariable> {
-    let shared = shared_config(optional, endpoint)?;
-    let mut config = aws_sdk_secretsmanager::config::Builder::from(&shared);
-    if let Some(endpoint) = endpoint {
-        config = config.endpoint_url(endpoint);
-    }
-    Ok(aws_sdk_secretsmanager::Client::from_conf(config.build()))
+    Ok(aws_sdk_secretsmanager::Client::new(&shared_config(
+        optional, endpoint,
+    )?))
 }
 
 /// A client for EventBridge on AWS, or for an emulator (moto's server) when `endpoint` is set;
@@ -76,12 +70,9 @@ pub fn secrets_manager_client(
 pub fn eventbridge_client(
     endpoint: Option<&str>,
 ) -> Result<aws_sdk_eventbridge::Client, MissingVariable> {
-    let shared = shared_config(optional, endpoint)?;
-    let mut config = aws_sdk_eventbridge::config::Builder::from(&shared);
-    if let Some(endpoint) = endpoint {
-        config = config.endpoint_url(endpoint);
-    }
-    Ok(aws_sdk_eventbridge::Client::from_conf(config.build()))
+    Ok(aws_sdk_eventbridge::Client::new(&shared_config(
+        optional, endpoint,
+    )?))
 }
 
 /// [`dynamodb_client`] with the environment given as a lookup (tests use a map).
@@ -89,16 +80,14 @@ fn client_from(
     variable: impl Fn(&str) -> Option<String>,
     endpoint: Option<&str>,
 ) -> Result<aws_sdk_dynamodb::Client, MissingVariable> {
-    let shared = shared_config(variable, endpoint)?;
-    let mut config = aws_sdk_dynamodb::config::Builder::from(&shared);
-    if let Some(endpoint) = endpoint {
-        config = config.endpoint_url(endpoint);
-    }
-    Ok(aws_sdk_dynamodb::Client::from_conf(config.build()))
+    Ok(aws_sdk_dynamodb::Client::new(&shared_config(
+        variable, endpoint,
+    )?))
 }
 
 /// What every client of a function shares: region and credentials from the environment (dummies
-/// for a local endpoint), the HTTPS client, the retry and time bounds.
+/// for a local endpoint), the endpoint if one is given, the HTTPS client, the retry and time
+/// bounds.
 fn shared_config(
     variable: impl Fn(&str) -> Option<String>,
     endpoint: Option<&str>,
@@ -121,14 +110,15 @@ fn shared_config(
         )),
         (None, None) => return Err(MissingVariable(AWS_ACCESS_KEY_ID)),
     };
-    Ok(aws_config::SdkConfig::builder()
+    let mut config = aws_config::SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
         .credentials_provider(credentials)
         .http_client(http_client(trust(&region, endpoint)))
         .region(Region::new(region))
         .retry_config(retry_config())
-        .timeout_config(timeout_config())
-        .build())
+        .timeout_config(timeout_config());
+    config.set_endpoint_url(endpoint.map(str::to_owned));
+    Ok(config.build())
 }
 
 pub fn retry_config() -> RetryConfig {
