@@ -215,12 +215,12 @@ pub struct BatchOutcome {
 /// The message an unpublishable record is logged with (template.yaml's metric filter reads it).
 pub const UNPUBLISHABLE: &str = "a record no event can be made of";
 
-/// Batches of events for PutEvents: in order, at most [`MAX_BATCH`] and [`MAX_BATCH_BYTES`] each.
-fn batches<T>(events: Vec<(T, Published)>) -> Vec<Vec<(T, Published)>> {
+/// Batches of events for PutEvents: in order, at most [`MAX_BATCH`] and [`MAX_BATCH_BYTES`] each,
+/// each event given with its [`Published::entry_bytes`].
+fn batches<T>(events: Vec<(T, Published, usize)>) -> Vec<Vec<(T, Published)>> {
     let mut batches: Vec<Vec<(T, Published)>> = Vec::new();
     let mut bytes = 0;
-    for (id, event) in events {
-        let size = event.entry_bytes();
+    for (id, event, size) in events {
         match batches.last_mut() {
             Some(batch) if batch.len() < MAX_BATCH && bytes + size <= MAX_BATCH_BYTES => {
                 bytes += size;
@@ -238,17 +238,20 @@ fn batches<T>(events: Vec<(T, Published)>) -> Vec<Vec<(T, Published)>> {
 /// Publishes the events of `records` (each with its identifier: its sequence number), in order.
 pub async fn publish<B: EventBus>(bus: &B, records: &[(String, Value)]) -> BatchOutcome {
     let mut outcome = BatchOutcome::default();
-    let mut pending: Vec<(&str, Published)> = Vec::new();
+    let mut pending: Vec<(&str, Published, usize)> = Vec::new();
     for (id, record) in records {
-        let made = event_of(record).and_then(|event| match event {
-            Some(event) if event.entry_bytes() > MAX_BATCH_BYTES => Err(Unpublishable {
-                detail_type: event.detail_type.as_str(),
-                path: "(the whole event: over PutEvents' 256 KB)",
-            }),
-            other => Ok(other),
+        let made = event_of(record).and_then(|event| {
+            let Some(event) = event else { return Ok(None) };
+            match event.entry_bytes() {
+                size if size > MAX_BATCH_BYTES => Err(Unpublishable {
+                    detail_type: event.detail_type.as_str(),
+                    path: "(the whole event: over PutEvents' 256 KB)",
+                }),
+                size => Ok(Some((event, size))),
+            }
         });
         match made {
-            Ok(Some(event)) => pending.push((id, event)),
+            Ok(Some((event, size))) => pending.push((id, event, size)),
             Ok(None) => {}
             Err(error) => {
                 tracing::error!(record = %id, %error, "{UNPUBLISHABLE}");
@@ -257,10 +260,10 @@ pub async fn publish<B: EventBus>(bus: &B, records: &[(String, Value)]) -> Batch
         }
     }
     for batch in batches(pending) {
-        let events: Vec<Published> = batch.iter().map(|(_, event)| event.clone()).collect();
+        let (ids, events): (Vec<&str>, Vec<Published>) = batch.into_iter().unzip();
         match bus.put(&events).await {
             Ok(refused) => {
-                for ((id, event), refused) in batch.iter().zip(refused) {
+                for ((id, event), refused) in ids.iter().zip(&events).zip(refused) {
                     if refused {
                         tracing::warn!(record = %id, detail_type = event.detail_type.as_str(), "the bus refused an event");
                         outcome.failed.push((*id).to_owned());
@@ -271,9 +274,7 @@ pub async fn publish<B: EventBus>(bus: &B, records: &[(String, Value)]) -> Batch
             }
             Err(error) => {
                 tracing::warn!(error = %crate::error::DisplayErrorContext(&error), "the bus could not be reached");
-                outcome
-                    .failed
-                    .extend(batch.iter().map(|(id, _)| (*id).to_owned()));
+                outcome.failed.extend(ids.iter().map(|id| (*id).to_owned()));
             }
         }
     }
@@ -362,10 +363,15 @@ mod tests {
                 json!({"S": "x".repeat(kb * 1024)});
             event_of(&record).unwrap().unwrap()
         };
-        let small: Vec<(usize, Published)> = (0..25).map(|i| (i, event(0))).collect();
+        let sized = |kb: usize, i: usize| {
+            let event = event(kb);
+            let size = event.entry_bytes();
+            (i, event, size)
+        };
+        let small: Vec<(usize, Published, usize)> = (0..25).map(|i| sized(0, i)).collect();
         let sizes: Vec<usize> = batches(small).iter().map(Vec::len).collect();
         assert_eq!(sizes, [10, 10, 5]);
-        let large: Vec<(usize, Published)> = (0..7).map(|i| (i, event(48))).collect();
+        let large: Vec<(usize, Published, usize)> = (0..7).map(|i| sized(48, i)).collect();
         for batch in batches(large) {
             let bytes: usize = batch.iter().map(|(_, e)| e.entry_bytes()).sum();
             assert!(bytes <= MAX_BATCH_BYTES, "{bytes}");
