@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::rules::RuleError;
+use crate::rules::{RuleError, delivered, resources, template_error};
 
 /// A function of the template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,17 +22,8 @@ pub struct Schedule {
     pub every: Duration,
 }
 
-fn template_error(what: impl Into<String>) -> RuleError {
-    RuleError::Template(what.into())
-}
-
 fn functions(text: &str) -> Result<Vec<(Function, serde_yaml::Value)>, RuleError> {
-    let template: serde_yaml::Value =
-        serde_yaml::from_str(text).map_err(|error| template_error(error.to_string()))?;
-    let resources = template["Resources"]
-        .as_mapping()
-        .ok_or_else(|| template_error("no Resources"))?;
-    Ok(resources
+    Ok(resources(text)?
         .iter()
         .filter(|(_, resource)| resource["Type"].as_str() == Some("AWS::Serverless::Function"))
         .filter_map(|(name, resource)| {
@@ -96,18 +87,15 @@ pub fn schedules(text: &str) -> Result<Vec<Schedule>, RuleError> {
 
 /// The event a rule's schedule sends its function, fired `now`.
 pub fn scheduled_event(now: time::OffsetDateTime) -> Value {
-    serde_json::json!({
-        "version": "0",
-        "id": uuid::Uuid::new_v4().to_string(),
-        "detail-type": "Scheduled Event",
-        "source": "aws.events",
-        "account": "000000000000",
-        "time": time::OffsetDateTime::format(now, &time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
-        "region": "us-east-1",
-        "resources": [],
-        "detail": {},
-    })
+    let time = now
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    delivered(
+        "aws.events",
+        "Scheduled Event",
+        &serde_json::json!({}),
+        &time,
+    )
 }
 
 #[cfg(test)]

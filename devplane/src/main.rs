@@ -202,7 +202,7 @@ fn publish(record: &StreamRecord) -> Vec<Value> {
                 text("namespace"),
                 text("agentName"),
             );
-            vec![event.as_delivered("000000000000", "us-east-1")]
+            vec![rules::as_delivered(&event)]
         }
         Ok(None) => Vec::new(),
         Err(error) => {

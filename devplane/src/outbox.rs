@@ -100,17 +100,8 @@ impl Message {
     }
 }
 
-/// An event with `detail`, as the data plane puts it on the bus.
+/// An event with `detail`, as the data plane puts it on the bus and its rules deliver it.
 fn bus_event(detail_type: &str, detail: &impl Serialize) -> Value {
-    serde_json::json!({
-        "version": "0",
-        "id": uuid::Uuid::new_v4().to_string(),
-        "detail-type": detail_type,
-        "source": "agent-hosting.data-plane",
-        "account": "000000000000",
-        "time": shared::timestamp::now_rfc3339_millis(),
-        "region": "us-east-1",
-        "resources": [],
-        "detail": detail,
-    })
+    let now = shared::timestamp::now_rfc3339_millis();
+    crate::rules::delivered("agent-hosting.data-plane", detail_type, detail, &now)
 }

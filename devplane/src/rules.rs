@@ -5,7 +5,9 @@
 //! an event list) equals one of them; matchers `prefix`, `suffix`, `equals-ignore-case`,
 //! `exists` and `anything-but` (a value or a list).
 
+use serde::Serialize;
 use serde_json::{Map, Value};
+use shared::stream_events::{Published, SOURCE};
 
 /// A rule of the bus: the pattern, and the function it invokes: its logical id (sam's name for
 /// it) and its binary (cargo lambda watch's).
@@ -25,8 +27,46 @@ pub enum RuleError {
     Pattern(String),
 }
 
-fn template_error(what: impl Into<String>) -> RuleError {
+pub(crate) fn template_error(what: impl Into<String>) -> RuleError {
     RuleError::Template(what.into())
+}
+
+/// The resources of template.yaml (its text).
+pub(crate) fn resources(text: &str) -> Result<serde_yaml::Mapping, RuleError> {
+    let template: serde_yaml::Value =
+        serde_yaml::from_str(text).map_err(|error| template_error(error.to_string()))?;
+    match template {
+        serde_yaml::Value::Mapping(mut template) => match template.remove("Resources") {
+            Some(serde_yaml::Value::Mapping(resources)) => Ok(resources),
+            _ => Err(template_error("no Resources")),
+        },
+        _ => Err(template_error("no Resources")),
+    }
+}
+
+/// The account and region the simulated bus delivers events from.
+pub const ACCOUNT: &str = "000000000000";
+pub const REGION: &str = "us-east-1";
+
+/// The stream publisher's event as EventBridge delivers it to a rule's target, sent now.
+pub fn as_delivered(event: &Published) -> Value {
+    let now = shared::timestamp::now_rfc3339_millis();
+    delivered(SOURCE, event.detail_type.as_str(), &event.detail, &now)
+}
+
+/// An event as EventBridge delivers it to a rule's target, sent at `time` (RFC 3339).
+pub fn delivered(source: &str, detail_type: &str, detail: &impl Serialize, time: &str) -> Value {
+    serde_json::json!({
+        "version": "0",
+        "id": uuid::Uuid::new_v4().to_string(),
+        "detail-type": detail_type,
+        "source": source,
+        "account": ACCOUNT,
+        "time": time,
+        "region": REGION,
+        "resources": [],
+        "detail": detail,
+    })
 }
 
 /// The logical id a `!GetAtt Id.Arn` (or its long form) names.
@@ -57,16 +97,12 @@ pub struct Declared {
 
 /// The rules and the stream mapping's filters template.yaml declares (its text).
 pub fn from_template(text: &str) -> Result<Declared, RuleError> {
-    let template: serde_yaml::Value =
-        serde_yaml::from_str(text).map_err(|error| template_error(error.to_string()))?;
-    let resources = template["Resources"]
-        .as_mapping()
-        .ok_or_else(|| template_error("no Resources"))?;
+    let resources = resources(text)?;
     let mut declared = Declared {
         rules: Vec::new(),
         stream_filters: Vec::new(),
     };
-    for (name, resource) in resources {
+    for (name, resource) in &resources {
         let name = name.as_str().unwrap_or_default().to_owned();
         let properties = &resource["Properties"];
         match resource["Type"].as_str() {

@@ -67,22 +67,6 @@ impl Published {
     pub fn entry_bytes(&self) -> usize {
         SOURCE.len() + self.detail_type.as_str().len() + self.detail.to_string().len()
     }
-
-    /// The event as EventBridge delivers it to a rule's target (what the development data
-    /// plane hands its rules).
-    pub fn as_delivered(&self, account: &str, region: &str) -> Value {
-        json!({
-            "version": "0",
-            "id": uuid::Uuid::new_v4().to_string(),
-            "detail-type": self.detail_type.as_str(),
-            "source": SOURCE,
-            "account": account,
-            "time": crate::timestamp::now_rfc3339_millis(),
-            "region": region,
-            "resources": [],
-            "detail": self.detail,
-        })
-    }
 }
 
 /// A record of one of the four writes that lacks what its event carries: no event can be made

@@ -52,7 +52,7 @@ fn published_by_the_publisher(records: &[stream::StreamRecord]) -> Vec<Value> {
             "the mapping's filters and the publisher disagree on {:#}",
             record.record
         );
-        published.extend(event.map(|event| event.as_delivered("000000000000", "us-east-1")));
+        published.extend(event.map(|event| rules::as_delivered(&event)));
     }
     published
 }
