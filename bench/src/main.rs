@@ -76,6 +76,17 @@ fn event_file(name: &str) -> serde_json::Value {
         .expect("JSON")
 }
 
+/// The caller a gateway event of events/ names (its authorizer's namespace), as `account_id`.
+fn fixture_owner(event: &serde_json::Value, account_id: &str) -> shared::auth::Principal {
+    let namespace = event["requestContext"]["authorizer"]["namespace"]
+        .as_str()
+        .expect("the fixture's namespace");
+    shared::auth::Principal {
+        account_id: account_id.into(),
+        namespace: namespace.into(),
+    }
+}
+
 fn size(path: &Path) -> Option<u64> {
     std::fs::metadata(path).ok().map(|m| m.len())
 }
@@ -196,14 +207,7 @@ async fn main() {
 
     // Latency of logs: the gateway's event for demo-agent, with 1,000 lines stored.
     let logs = event_file("agent-logs.json");
-    let namespace = logs["requestContext"]["authorizer"]["namespace"]
-        .as_str()
-        .expect("the fixture's namespace")
-        .to_owned();
-    let owner = shared::auth::Principal {
-        account_id: "dev".into(),
-        namespace: namespace.clone(),
-    };
+    let owner = fixture_owner(&logs, "dev");
     let (name, config) = shared::agent::ConfigChanges::from_json(
         serde_json::json!({"serviceName": "demo-agent", "image": "ghcr.io/acme/agent:1.0"}),
     )
@@ -374,14 +378,7 @@ async fn main() {
 /// gateway's start event for each place, the agents taken in turn.
 async fn session_agents(store: &DynamoStore, starts: usize) -> Vec<Vec<u8>> {
     let start = event_file("start-session.json");
-    let namespace = start["requestContext"]["authorizer"]["namespace"]
-        .as_str()
-        .expect("the fixture's namespace")
-        .to_owned();
-    let owner = shared::auth::Principal {
-        account_id: "dev-sessions".into(),
-        namespace,
-    };
+    let owner = fixture_owner(&start, "dev-sessions");
     let places = shared::agent::config::MAX_AGENTS.end().to_owned() as usize;
     let agents = starts.div_ceil(places);
     for i in 0..agents {
