@@ -110,11 +110,7 @@ pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn parse(query: &str) -> Result<LogQuery, ApiError> {
-        let pairs: Vec<(&str, &str)> = query
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| p.split_once('=').unwrap_or((p, "")))
-            .collect();
+        let pairs = crate::validation::query_pairs(query);
         LogQuery::from_params(pairs)
     }
 

@@ -11,6 +11,8 @@ mod echo;
 mod query;
 
 pub use echo::echoed;
+#[cfg(test)]
+pub(crate) use query::pairs as query_pairs;
 pub use query::{MAX_QUERY_ID_LENGTH, MAX_UNIX_SECONDS, QueryParameters};
 
 /// Longest DNS label (RFC 1035), the contract's bound for names.

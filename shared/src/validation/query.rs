@@ -133,6 +133,17 @@ fn unix_seconds(name: &str, value: &str) -> Result<i64, ApiError> {
     integer(name, value, 0..=MAX_UNIX_SECONDS, hint)
 }
 
+/// The name and value pairs of a query string as written (`a=1&b`), undecoded: what the
+/// readers' tests give them.
+#[cfg(test)]
+pub(crate) fn pairs(query: &str) -> Vec<(&str, &str)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

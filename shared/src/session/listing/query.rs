@@ -151,11 +151,7 @@ mod tests {
     const KEY: CursorKey = CursorKey::from_bytes([1; 32]);
 
     fn parse(query: &str) -> Result<SessionQuery, ApiError> {
-        let pairs: Vec<(&str, &str)> = query
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| p.split_once('=').unwrap_or((p, "")))
-            .collect();
+        let pairs = crate::validation::query_pairs(query);
         SessionQuery::from_params(pairs, &KEY, "ns", "voice")
     }
 
