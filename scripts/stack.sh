@@ -184,8 +184,8 @@ stack_host_triple() {
 # logical for sam). Built either way; started unless STACK_DATA_PLANE=off.
 stack_data_plane() {
   local names=$1 log="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.log"
-  # The build scripts/admin.sh makes (the operator command's and the data plane's, one build).
-  (cd "$stack_root" && cargo build --quiet -p agent-hosting-admin -p dev-data-plane)
+  # The data plane is built with the operator command, in one build.
+  "$stack_root/scripts/admin.sh" --build-only
   export STACK_DATA_PLANE_BIN="$stack_root/target/debug/dev-data-plane"
   [ "${STACK_DATA_PLANE:-on}" = off ] && return
   local checkpoint=${STACK_CHECKPOINT:-}
