@@ -48,6 +48,16 @@ pub struct NotAllEnded {
     pub first: StoreError,
 }
 
+impl NotAllEnded {
+    /// The store failed before any session was ended: on reading which are to be.
+    fn before_any(first: StoreError) -> Self {
+        NotAllEnded {
+            outcome: Ended::default(),
+            first,
+        }
+    }
+}
+
 /// Ends `key`'s session as `end` says of it as read (`None`: leave it), read again after a lost
 /// race; true when this call ended it.
 async fn end_session<S: SessionStore>(
@@ -127,10 +137,7 @@ pub async fn sweep<S: SessionStore>(
     let due = sessions
         .overdue_sessions(now.unix_timestamp(), SWEEP_BATCH)
         .await
-        .map_err(|first| NotAllEnded {
-            outcome: Ended::default(),
-            first,
-        })?;
+        .map_err(NotAllEnded::before_any)?;
     let outcome = end_each(sessions, &due, retention, now, &|session| {
         session.overdue(now)
     })
@@ -154,15 +161,13 @@ pub fn longest_active() -> Duration {
         + Duration::hours(1)
 }
 
-/// Ends the active sessions of `agent`, deleted (`agentDeleted`): those started within
-/// [`longest_active`] of `now`, read from the newest.
-#[tracing::instrument(skip_all, fields(namespace = %agent.owner.namespace, agent = %agent.name))]
-pub async fn end_sessions_of<S: SessionStore>(
+/// The active sessions of `agent`: those started within [`longest_active`] of `now`, read from
+/// the newest.
+async fn active_sessions_of<S: SessionStore>(
     sessions: &S,
     agent: &AgentRecord,
     now: OffsetDateTime,
-    retention: SessionRetention,
-) -> Result<Ended, NotAllEnded> {
+) -> Result<Vec<SessionKey>, StoreError> {
     let namespace = agent.owner.namespace.as_str();
     let within = StartedWithin {
         from: Some((now - longest_active()).unix_timestamp()),
@@ -175,25 +180,33 @@ pub async fn end_sessions_of<S: SessionStore>(
     };
     let mut keys = Vec::new();
     let mut reader = SummaryReader::new(sessions, namespace, &agent.service_id, within);
-    let read = async {
-        while let Some(summaries) = reader.next().await? {
-            keys.extend(
-                summaries
-                    .iter()
-                    .filter(|session| active.matches(session))
-                    .map(|session| SessionKey {
-                        namespace: namespace.to_owned(),
-                        service_id: agent.service_id.clone(),
-                        session_id: session.session_id.clone(),
-                    }),
-            );
-        }
-        Ok::<(), StoreError>(())
-    };
-    read.await.map_err(|first| NotAllEnded {
-        outcome: Ended::default(),
-        first,
-    })?;
+    while let Some(summaries) = reader.next().await? {
+        keys.extend(
+            summaries
+                .iter()
+                .filter(|session| active.matches(session))
+                .map(|session| SessionKey {
+                    namespace: namespace.to_owned(),
+                    service_id: agent.service_id.clone(),
+                    session_id: session.session_id.clone(),
+                }),
+        );
+    }
+    Ok(keys)
+}
+
+/// Ends the active sessions of `agent`, deleted (`agentDeleted`): those started within
+/// [`longest_active`] of `now`, read from the newest.
+#[tracing::instrument(skip_all, fields(namespace = %agent.owner.namespace, agent = %agent.name))]
+pub async fn end_sessions_of<S: SessionStore>(
+    sessions: &S,
+    agent: &AgentRecord,
+    now: OffsetDateTime,
+    retention: SessionRetention,
+) -> Result<Ended, NotAllEnded> {
+    let keys = active_sessions_of(sessions, agent, now)
+        .await
+        .map_err(NotAllEnded::before_any)?;
     let at = rfc3339_millis(now);
     let outcome = end_each(sessions, &keys, retention, now, &|session| {
         session.is_active().then(|| {
