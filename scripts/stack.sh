@@ -38,19 +38,25 @@ stack_files=()
 STACK_LOGS=()
 stack_sam_logs=()
 
-# Interrupts every server (sam then removes its containers), and kills what is still running
-# 20 s later.
+# Interrupts every server (sam then removes its containers), terminates what is still running
+# 2 s later (a server started in the background of a script ignores SIGINT unless it handles it
+# itself, as the development data plane does not), and kills what is left 20 s later.
 stack_stop() {
-  local pid
+  local pid tick
   for pid in "${stack_pids[@]}"; do
     kill -INT "$pid" 2>/dev/null || true
   done
-  for _ in $(seq 1 40); do
+  for tick in $(seq 1 40); do
     local running=0
     for pid in "${stack_pids[@]}"; do
       kill -0 "$pid" 2>/dev/null && running=1
     done
     [ "$running" = 0 ] && break
+    if [ "$tick" = 4 ]; then
+      for pid in "${stack_pids[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+      done
+    fi
     sleep 0.5
   done
   for pid in "${stack_pids[@]}"; do
