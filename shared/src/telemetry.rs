@@ -1,7 +1,9 @@
 //! Structured logs: JSON in Lambda (`AWS_LAMBDA_LOG_FORMAT=JSON`, set by the template), plain
 //! text in a terminal; level from `AWS_LAMBDA_LOG_LEVEL` or `RUST_LOG`.
 
-use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing::Level;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::{FilterFn, LevelFilter, Targets, filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -14,7 +16,7 @@ pub fn init() {
         .with_target(false)
         // CloudWatch adds its own timestamp.
         .without_time();
-    let registry = tracing_subscriber::registry().with(filter(&directives));
+    let registry = tracing_subscriber::registry().with(filters(&directives));
     // try_init: a second call (tests) is harmless.
     let _ = if json {
         registry
@@ -29,6 +31,19 @@ pub fn init() {
     } else {
         registry.with(layer.with_ansi(false)).try_init()
     };
+}
+
+/// What a function logs: [`filter`] of `directives`, and never lambda_runtime's raw events ([`without_raw_events`]).
+pub fn filters<S: tracing::Subscriber>(directives: &str) -> impl Layer<S> {
+    filter(directives).and_then(without_raw_events())
+}
+
+/// lambda_runtime logs each event it receives at TRACE, raw: a request's body (a secret value
+/// being set) and its headers (the caller's key). No level or directive turns that on.
+pub fn without_raw_events() -> FilterFn {
+    filter_fn(|metadata| {
+        !(metadata.target().starts_with("lambda_runtime") && *metadata.level() == Level::TRACE)
+    })
 }
 
 /// A level (Lambda's `TRACE` to `FATAL`, any case) or `RUST_LOG`-style `target=level`
@@ -59,7 +74,53 @@ pub fn filter(directives: &str) -> Targets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracing::Level;
+    use std::sync::{Arc, Mutex};
+
+    /// What the functions' subscriber at `directives` writes of `emit`.
+    fn written(directives: &str, emit: impl FnOnce()) -> String {
+        let captured = Arc::new(Mutex::new(Vec::new()));
+        let sink = captured.clone();
+        let writer = move || Sink(sink.clone());
+        let subscriber = tracing_subscriber::registry()
+            .with(filters(directives))
+            .with(tracing_subscriber::fmt::layer().with_writer(writer));
+        tracing::subscriber::with_default(subscriber, emit);
+        String::from_utf8(captured.lock().unwrap().clone()).unwrap()
+    }
+
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_runtimes_raw_event_is_never_logged_at_any_level() {
+        for directives in [
+            "TRACE",
+            "trace,lambda_runtime=trace",
+            "trace,lambda_runtime::layers=trace",
+        ] {
+            let logs = written(directives, || {
+                // As lambda_runtime 1.5 logs each invocation (layers/api_response.rs).
+                tracing::trace!(
+                    target: "lambda_runtime::layers::api_response",
+                    body = r#"{"body":"{\"secretValue\":\"sk-planted\"}"}"#,
+                    "raw JSON event received from Lambda"
+                );
+                tracing::debug!(target: "lambda_runtime::runtime", "kept");
+                tracing::trace!(target: "aws_smithy_runtime", "kept too");
+            });
+            assert!(!logs.contains("sk-planted"), "{directives}: {logs}");
+            assert!(logs.contains("kept too"), "{directives}: {logs}");
+        }
+    }
 
     #[test]
     fn lambda_levels_and_rust_log_directives() {

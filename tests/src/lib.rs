@@ -26,6 +26,9 @@ pub mod template;
 /// A running stack over HTTP, for the suites under e2e/.
 pub mod stack;
 
+/// The agents table's stream on DynamoDB Local.
+pub mod streams;
+
 /// A store on fresh tables, plus the client for direct checks.
 pub struct TestStore {
     pub store: DynamoStore,
