@@ -3,6 +3,7 @@
 //! `test-support` only.
 
 pub mod data_keys;
+pub mod faults;
 pub mod store_contract;
 
 use crate::agent::{AgentRecord, AgentStore, ConfigChanges, CreateOutcome};
