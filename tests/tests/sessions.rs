@@ -9,15 +9,22 @@ use shared::agent::AgentStore;
 use shared::auth::{ApiKey, Principal};
 use shared::session::SessionStore;
 
-async fn active_sessions(store: &TestStore, caller: &Principal, agent: &str) -> u32 {
-    let agent = store
+/// The agent's `activeSessionCount` as `GET /v1/agents/{agent}` answers it, which must be the
+/// count the cap is checked against (the stored one).
+async fn active_sessions(store: &TestStore, caller: &Principal, key: &ApiKey, agent: &str) -> u32 {
+    let stored = store
         .store
         .get_agent(&caller.namespace, agent)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(agent.view().active_session_count, agent.active_sessions);
-    agent.active_sessions
+    let (status, _, answer) = integration_tests::call(store, key, "GET", agent, None).await;
+    assert_eq!(status, 200, "{answer}");
+    let answered = answer["activeSessionCount"]
+        .as_u64()
+        .expect("activeSessionCount");
+    assert_eq!(answered, u64::from(stored.active_sessions), "{answer}");
+    stored.active_sessions
 }
 
 #[tokio::test]
@@ -43,14 +50,14 @@ async fn a_public_key_starts_a_session_on_the_serving_deployment() {
     assert_eq!(answer["deploymentId"], created["activeDeploymentId"]);
     let id: uuid::Uuid = answer["sessionId"].as_str().unwrap().parse().unwrap();
     assert_eq!(id.get_version_num(), 7, "time-ordered");
-    assert_eq!(active_sessions(&store, &caller, "voice").await, 1);
+    assert_eq!(active_sessions(&store, &caller, &key, "voice").await, 1);
 
     let (status, answer) = parts(start_session(&store, &key, "voice", None).await);
     assert_eq!(
         status, 200,
         "a private key starts one too, and no body is {{}}: {answer}"
     );
-    assert_eq!(active_sessions(&store, &caller, "voice").await, 2);
+    assert_eq!(active_sessions(&store, &caller, &key, "voice").await, 2);
 }
 
 #[tokio::test]
@@ -75,7 +82,7 @@ async fn a_full_agent_is_429_agent_at_capacity_with_retry_after() {
         answer.get("status").is_none(),
         "the anchor's SDK breaks on an error's status"
     );
-    assert_eq!(active_sessions(&store, &caller, "small").await, 2);
+    assert_eq!(active_sessions(&store, &caller, &key, "small").await, 2);
 }
 
 #[tokio::test]
@@ -94,22 +101,22 @@ async fn no_agent_is_404_and_nothing_ready_is_503_agent_not_ready() {
         (status, answer["code"].as_str()),
         (503, Some("AGENT_NOT_READY"))
     );
-    assert_eq!(active_sessions(&store, &caller, "cold").await, 0);
+    assert_eq!(active_sessions(&store, &caller, &key, "cold").await, 0);
 }
 
 #[tokio::test]
 async fn another_account_s_agent_is_not_found() {
-    let (store, caller, _, _) = acme_with_voice().await;
+    let (store, caller, key, _) = acme_with_voice().await;
     store.account_with_key("globex").await;
     let theirs = store.public_key("globex").await;
     let (status, answer) = parts(start_session(&store, &theirs, "voice", None).await);
     assert_eq!((status, answer["code"].as_str()), (404, Some("NOT_FOUND")));
-    assert_eq!(active_sessions(&store, &caller, "voice").await, 0);
+    assert_eq!(active_sessions(&store, &caller, &key, "voice").await, 0);
 }
 
 #[tokio::test]
 async fn every_broken_rule_is_a_4xx_naming_its_member_and_starts_nothing() {
-    let (store, caller, _, public) = acme_with_voice().await;
+    let (store, caller, key, public) = acme_with_voice().await;
     let oversized_member = json!({"body": {"k": "x".repeat(48 * 1024)}}).to_string();
     let oversized_request = json!({"body": {"k": "x".repeat(64 * 1024)}}).to_string();
     let cases: [(&str, u16, Option<&str>); 9] = [
@@ -140,7 +147,7 @@ async fn every_broken_rule_is_a_4xx_naming_its_member_and_starts_nothing() {
         assert_eq!(status, expected, "{answer}");
         assert_eq!(answer["field"].as_str(), field, "{answer}");
     }
-    assert_eq!(active_sessions(&store, &caller, "voice").await, 0);
+    assert_eq!(active_sessions(&store, &caller, &key, "voice").await, 0);
 }
 
 #[tokio::test]
@@ -222,14 +229,30 @@ async fn a_started_session_reads_by_its_id_with_every_member() {
 
 #[tokio::test]
 async fn another_account_never_reads_or_stops_a_session() {
-    let (store, _, key, _) = acme_with_voice().await;
+    let (store, caller, key, _) = acme_with_voice().await;
     let (_, started) = parts(start_session(&store, &key, "voice", None).await);
     let id = started["sessionId"].as_str().unwrap();
-    let (_, theirs) = store.account_with_key("globex").await;
-    assert_eq!(read_session(&store, &theirs, "voice", id).await.0, 404);
-    assert_eq!(stop(&store, &theirs, "voice", id).await.0, 404);
+    let (globex, theirs) = store.account_with_key("globex").await;
+    let not_found = json!({"error": "No session of that id for this agent", "code": "NOT_FOUND"});
+    for agent_of_theirs in [false, true] {
+        // First with no agent of the name in their account, then with one of their own.
+        if agent_of_theirs {
+            let image = json!({"image": "ghcr.io/globex/a:1"});
+            ready_agent(&store, &globex, &theirs, "voice", image).await;
+        }
+        let (status, read) = read_session(&store, &theirs, "voice", id).await;
+        assert_eq!(status, 404, "{read}");
+        let (status, stopped) = stop(&store, &theirs, "voice", id).await;
+        assert_eq!(status, 404, "{stopped}");
+        if agent_of_theirs {
+            assert_eq!((&read, &stopped), (&not_found, &not_found));
+            assert_eq!(active_sessions(&store, &globex, &theirs, "voice").await, 0);
+        }
+    }
     let (_, session) = read_session(&store, &key, "voice", id).await;
     assert_eq!(session["status"], "starting", "untouched: {session}");
+    assert!(session.get("stopRequestedAt").is_none(), "{session}");
+    assert_eq!(active_sessions(&store, &caller, &key, "voice").await, 1);
 }
 
 #[tokio::test]
@@ -258,7 +281,7 @@ async fn a_stop_is_asked_for_once_and_answered_again() {
         .unwrap();
     assert!(asked.stop_requested_at.is_some());
     assert!(asked.is_active(), "the data plane's report ends it");
-    assert_eq!(active_sessions(&store, &caller, "voice").await, 1);
+    assert_eq!(active_sessions(&store, &caller, &key, "voice").await, 1);
 
     let (status, again) = stop(&store, &key, "voice", id).await;
     assert_eq!((status, &again), (200, &answer));
@@ -349,7 +372,7 @@ async fn an_agent_s_sessions_are_listed_newest_first_to_its_account_only() {
 }
 
 #[tokio::test]
-async fn deleting_an_agent_ends_its_sessions_and_frees_nothing_of_a_new_agent_of_the_name() {
+async fn deleting_an_agent_ends_its_sessions_agent_deleted() {
     let (store, caller, key, public) = acme_with_voice().await;
     let (_, started) = parts(start_session(&store, &public, "voice", None).await);
     let id = started["sessionId"].as_str().unwrap().to_owned();
@@ -368,4 +391,70 @@ async fn deleting_an_agent_ends_its_sessions_and_frees_nothing_of_a_new_agent_of
         session.expires_at.is_some(),
         "kept as long as the agent's lines"
     );
+}
+
+#[tokio::test]
+async fn a_deleted_agent_s_session_ended_later_frees_nothing_of_a_new_agent_of_the_name() {
+    use shared::session::SessionState;
+    let (store, caller, key, public) = acme_with_voice().await;
+    let (_, started) = parts(start_session(&store, &public, "voice", None).await);
+    let old = started["sessionId"].as_str().unwrap().to_owned();
+    let old_service = store.service_of(&caller.namespace, "voice").await;
+    // The delete's end of the session fails (the store failed on it): it is left to the sweep.
+    let faulty = shared::testing::faults::FailsOneSession::new(store.store.clone());
+    let kept = shared::session::lifecycle::SessionRetention::days(30);
+    let request = integration_tests::agent_request("DELETE", &key, "voice", None);
+    let (status, _) =
+        parts(delete_agent::handle(&store.store, &faulty, &store.store, kept, request).await);
+    assert_eq!(status, 200);
+    let read = |service: String, id: String| {
+        let store = &store;
+        let namespace = caller.namespace.clone();
+        async move {
+            let session = store.store.get_session(&namespace, &service, &id).await;
+            session.unwrap().expect("the session")
+        }
+    };
+    assert_eq!(
+        read(old_service.clone(), old.clone()).await.state,
+        SessionState::Starting
+    );
+
+    // A new agent of the name, with a session of its own, reported started.
+    ready_agent(
+        &store,
+        &caller,
+        &key,
+        "voice",
+        json!({"image": "ghcr.io/acme/a:2"}),
+    )
+    .await;
+    let (_, started) = parts(start_session(&store, &public, "voice", None).await);
+    let new = started["sessionId"].as_str().unwrap().to_owned();
+    let report = json!({"namespace": caller.namespace, "agent": "voice", "sessionId": new,
+        "state": "started", "observedAt": shared::timestamp::now_rfc3339_millis()});
+    integration_tests::session_report(&store, report).await;
+    assert_eq!(active_sessions(&store, &caller, &key, "voice").await, 1);
+
+    // The old session ends: its data plane's report, then the sweep at its start's deadline.
+    let report = json!({"namespace": caller.namespace, "agent": "voice", "sessionId": old,
+        "state": "ended", "observedAt": shared::timestamp::now_rfc3339_millis()});
+    integration_tests::session_report(&store, report).await;
+    let past_start = time::OffsetDateTime::now_utc() + time::Duration::minutes(3);
+    shared::session::lifecycle::sweep(&store.store, past_start, kept)
+        .await
+        .unwrap();
+    let ended = read(old_service, old).await;
+    assert!(
+        !ended.is_active(),
+        "the old session is over: {:?}",
+        ended.state
+    );
+    assert_eq!(
+        active_sessions(&store, &caller, &key, "voice").await,
+        1,
+        "the new agent's session still counts"
+    );
+    let new_service = store.service_of(&caller.namespace, "voice").await;
+    assert_eq!(read(new_service, new).await.state, SessionState::Started);
 }
