@@ -1,5 +1,6 @@
 //! The simulated cluster's sessions (contract section 11, locally): it takes each `Session
-//! Requested`, reports it `started` after a short delay with a `wsUrl` on `simulated.invalid`
+//! Requested`, reports it `started` after [`START_DELAY`] (or `body.simulatedStartSeconds`: a
+//! slow agent, which a start answers `starting`) with a `wsUrl` on `simulated.invalid`
 //! (a name that resolves nowhere: the label that says it is a simulation), writes a few lines
 //! under the session's log stream through the ingest function, and ends it after
 //! `body.simulatedDurationSeconds` (default [`DEFAULT_DURATION`]) or at once on `Session Stop
@@ -75,15 +76,24 @@ impl Named {
 /// How long the session asked for lasts: the start body's `simulatedDurationSeconds` (the
 /// event carries the body as the JSON text it was given in), else [`DEFAULT_DURATION`].
 pub fn duration_of(event: &Value) -> Duration {
+    simulated(event, "simulatedDurationSeconds").unwrap_or(DEFAULT_DURATION)
+}
+
+/// How long the simulated agent takes to start: the start body's `simulatedStartSeconds`, else
+/// [`START_DELAY`].
+pub fn start_delay_of(event: &Value) -> Duration {
+    simulated(event, "simulatedStartSeconds").unwrap_or(START_DELAY)
+}
+
+/// The start body's member `name`, a number of seconds (at most [`MAX_DURATION`]), if it is one.
+fn simulated(event: &Value, name: &str) -> Option<Duration> {
     let request = crate::stream::untyped(&event["detail"]["request"]);
     request["body"]
         .as_str()
         .and_then(|body| serde_json::from_str::<Value>(body).ok())
-        .and_then(|body| body["simulatedDurationSeconds"].as_f64())
+        .and_then(|body| body[name].as_f64())
         .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
-        .map_or(DEFAULT_DURATION, |seconds| {
-            Duration::from_secs_f64(seconds.min(MAX_DURATION.as_secs_f64()))
-        })
+        .map(|seconds| Duration::from_secs_f64(seconds.min(MAX_DURATION.as_secs_f64())))
 }
 
 /// What the simulated cluster sends for a session event; nothing for other events.
@@ -92,9 +102,10 @@ pub fn respond(event: &Value) -> Vec<Scheduled> {
     let at = |after: Duration, message: Message| Scheduled { after, message };
     match event["detail-type"].as_str() {
         Some("Session Requested") => {
+            let starts_after = start_delay_of(event);
             let started = SessionStatus {
                 ws_url: Some(format!("ws://simulated.invalid/{}", session.session_id)),
-                bot_start_seconds: Some(START_DELAY.as_secs_f64()),
+                bot_start_seconds: Some(starts_after.as_secs_f64()),
                 cold_start: Some(false),
                 ..session.report("started")
             };
@@ -106,10 +117,10 @@ pub fn respond(event: &Value) -> Vec<Scheduled> {
             let greeting = ["session started", "user joined", "bot said hello"];
             // The end comes at least REPORT_GAP after the start, so that it is observed (and
             // ordered) after it even for a session of no length.
-            let ends_at = START_DELAY + lasts.max(REPORT_GAP);
+            let ends_at = starts_after + lasts.max(REPORT_GAP);
             vec![
-                at(START_DELAY, Message::Session(started)),
-                at(START_DELAY, session.lines(&greeting)),
+                at(starts_after, Message::Session(started)),
+                at(starts_after, session.lines(&greeting)),
                 at(ends_at, session.lines(&["session completed"])),
                 at(ends_at, Message::Session(ended)),
             ]
@@ -174,6 +185,25 @@ mod tests {
             ("dep-1", "s-1")
         );
         assert!(lines.lines.iter().all(|line| line.ends_with("(simulated)")));
+    }
+
+    #[test]
+    fn a_slow_agent_starts_after_the_bodys_simulated_start() {
+        let body = r#"{"simulatedStartSeconds": 30, "simulatedDurationSeconds": 2}"#;
+        let scheduled = respond(&requested(Some(body)));
+        let starts = Duration::from_secs(30);
+        assert_eq!(
+            reports(&scheduled),
+            [
+                (starts, "started"),
+                (starts + Duration::from_secs(2), "ended")
+            ]
+        );
+        let Message::Session(started) = &scheduled[0].message else {
+            panic!("{:?}", scheduled[0])
+        };
+        assert_eq!(started.bot_start_seconds, Some(30.0));
+        assert_eq!(start_delay_of(&requested(None)), START_DELAY);
     }
 
     #[test]
