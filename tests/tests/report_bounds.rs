@@ -1,11 +1,17 @@
-//! What a data plane's report may carry, against DynamoDB Local through the status function
-//! (contract section 7): a report dated outside the window is refused and counted, never
+//! What a data plane's report may carry, against DynamoDB Local through the status functions
+//! (contract sections 7 and 11): a report dated outside the window is refused and counted, never
 //! clamped into the order of the reports after it; a reported error is cut to its bounds, so
-//! no report can grow the agent item past what DynamoDB stores.
+//! no report can grow the agent item past what DynamoDB stores; a member past its bound (names
+//! no agent has, an id that is no UUID, a number no start takes) refuses the report, counted,
+//! never an error for Lambda to retry into the failure queue, and the next report applies.
 
-use integration_tests::{TestStore, call, create_named_agent, report, update};
+use integration_tests::{
+    TestStore, acme_with_voice, call, create_named_agent, parts, report, session_report,
+    start_session, update,
+};
 use serde_json::{Value, json};
 use shared::agent::ReportOutcome;
+use shared::session::report::SessionReportOutcome;
 
 fn detail(namespace: &str, deployment: &Value, state: &str, observed_at: &str) -> Value {
     json!({"namespace": namespace, "agent": "bot", "deploymentId": deployment, "state": state,
@@ -94,4 +100,109 @@ async fn two_failures_of_250_kb_are_cut_and_the_agent_takes_later_reports() {
     let (_, _, ready) = call(&store, &key, "GET", "bot", None).await;
     assert_eq!(ready["activeDeploymentReady"], true);
     assert_eq!(ready["errors"], json!([]));
+}
+
+/// Names no DynamoDB key can hold (a key's partition stops at 2 KB, its sort key at 1 KB) and
+/// names the contract does not allow, each in the member it is sent in.
+fn names_past_their_bounds() -> Vec<(&'static str, String)> {
+    vec![
+        ("namespace", "n".repeat(1 << 20)),
+        ("agent", "a".repeat(100 * 1024)),
+        ("agent", "Voice_Bot".into()),
+        ("namespace", "a".repeat(64)),
+    ]
+}
+
+#[tokio::test]
+async fn a_deployment_report_naming_what_no_agent_has_is_refused_and_the_next_one_applies() {
+    let store = TestStore::new().await;
+    let (owner, key) = store.account_with_key("acme").await;
+    let created = create_named_agent(&store, &key, "bot").await;
+    let deployment = &created["activeDeploymentId"];
+    let ns = owner.namespace.as_str();
+    let fresh = detail(ns, deployment, "ready", "2026-11-23T10:00:00Z");
+    let mut refused: Vec<Value> = names_past_their_bounds()
+        .into_iter()
+        .map(|(member, value)| {
+            let mut bad = fresh.clone();
+            bad[member] = json!(value);
+            bad
+        })
+        .collect();
+    for id in ["d-1".to_owned(), "0".repeat(100 * 1024)] {
+        refused.push(detail(ns, &json!(id), "ready", "2026-11-23T10:00:00Z"));
+    }
+    for bad in refused {
+        // The handler's Ok: an Err would be retried into DeploymentStatusFailureQueue.
+        assert_eq!(report(&store, bad).await, ReportOutcome::Refused);
+    }
+    let (_, _, unchanged) = call(&store, &key, "GET", "bot", None).await;
+    assert_eq!(unchanged["activeDeploymentReady"], false);
+    assert_eq!(report(&store, fresh).await, ReportOutcome::Applied);
+}
+
+/// A `Session Status` report of `state` for session `id` of acme's `voice`, observed now.
+fn session_detail(namespace: &str, id: &str, state: &str) -> Value {
+    json!({"namespace": namespace, "agent": "voice", "sessionId": id, "state": state,
+           "observedAt": shared::timestamp::now_rfc3339_millis()})
+}
+
+async fn session(store: &TestStore, key: &shared::auth::ApiKey, id: &str) -> Value {
+    let request = integration_tests::session_request("GET", key, "voice", id);
+    let (status, session) =
+        parts(get_session::handle(&store.store, &store.store, &store.store, request).await);
+    assert_eq!(status, 200, "{session}");
+    session
+}
+
+#[tokio::test]
+async fn a_session_report_past_any_bound_is_refused_and_changes_nothing() {
+    let (store, owner, key, _) = acme_with_voice().await;
+    let (status, started) = parts(start_session(&store, &key, "voice", None).await);
+    assert_eq!(status, 200, "{started}");
+    let id = started["sessionId"].as_str().unwrap();
+    let ns = owner.namespace.as_str();
+    let fresh = session_detail(ns, id, "started");
+    let past = "x".repeat(8 * 1024 + 1);
+    let mut refused: Vec<Value> = names_past_their_bounds()
+        .into_iter()
+        .map(|(member, value)| (member, json!(value)))
+        .chain([
+            ("sessionId", json!("s-1")),
+            ("sessionId", json!("0".repeat(100 * 1024))),
+            ("botStartSeconds", json!(1e200)),
+            ("botStartSeconds", json!(-1)),
+            ("botStartSeconds", json!(14_400.001)),
+            ("wsUrl", json!(past)),
+            ("completionStatus", json!("c".repeat(65))),
+        ])
+        .map(|(member, value)| {
+            let mut bad = fresh.clone();
+            bad[member] = value;
+            bad
+        })
+        .collect();
+    let mut ended = session_detail(ns, id, "ended");
+    ended["botStartSeconds"] = json!(-1);
+    refused.push(ended);
+    for bad in refused {
+        // The handler's Ok: an Err would be retried into SessionStatusFailureQueue.
+        assert_eq!(
+            session_report(&store, bad).await,
+            SessionReportOutcome::Refused
+        );
+    }
+    let unchanged = session(&store, &key, id).await;
+    assert_eq!(unchanged["status"], "starting");
+    assert_eq!(unchanged["botStartSeconds"], Value::Null, "{unchanged}");
+
+    let mut valid = fresh;
+    valid["botStartSeconds"] = json!(14_400);
+    assert_eq!(
+        session_report(&store, valid).await,
+        SessionReportOutcome::Applied
+    );
+    let started = session(&store, &key, id).await;
+    assert_eq!(started["status"], "started");
+    assert_eq!(started["botStartSeconds"], 14_400.0);
 }

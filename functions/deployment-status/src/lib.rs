@@ -4,12 +4,15 @@
 //!
 //! EventBridge delivers at least once and in any order, so applying is idempotent and ordered by
 //! the report's own `observedAt` (shared::agent::status). An event that is not a report at all is
-//! an error: Lambda retries it, then sends it to the failure destination, where it can be read.
+//! an error: Lambda retries it, then sends it to the failure destination, where it can be read. A
+//! report with a member past its bound (shared::validation::OutOfBounds) is refused before anything
+//! is read: dropped and counted, never an error, since retrying it cannot help.
 
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use shared::StoreError;
 use shared::agent::status::DETAIL_TYPE;
 use shared::agent::{AgentStore, ReportOutcome, StatusReport, lifecycle};
+use shared::validation::echoed;
 
 /// Why an event could not be applied at all.
 #[derive(Debug, thiserror::Error)]
@@ -33,13 +36,19 @@ pub async fn handle<A: AgentStore>(
     let report: StatusReport =
         serde_json::from_value(event.detail).map_err(StatusError::Malformed)?;
     let span = tracing::Span::current();
-    span.record("namespace", report.namespace.as_str());
-    span.record("agent", report.agent.as_str());
-    span.record("deployment_id", report.deployment_id.as_str());
+    // Echoed, as a name past its bound (a megabyte of namespace) is logged.
+    span.record("namespace", echoed(&report.namespace));
+    span.record("agent", echoed(&report.agent));
+    span.record("deployment_id", echoed(&report.deployment_id));
     let outcome = lifecycle::apply_report(agents, &report).await?;
     match outcome {
         ReportOutcome::Applied => tracing::info!(state = ?report.state, "report applied"),
-        dropped => tracing::warn!(outcome = ?dropped, state = ?report.state, "report dropped"),
+        dropped => tracing::warn!(
+            outcome = ?dropped,
+            out_of_bounds = ?report.out_of_bounds(),
+            state = ?report.state,
+            "report dropped"
+        ),
     }
     Ok(outcome)
 }

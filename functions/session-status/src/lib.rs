@@ -4,8 +4,10 @@
 //! that ends a session frees its place (the agent's `activeSessions`), once.
 //!
 //! EventBridge delivers at least once and in any order, so applying is idempotent and ordered by
-//! the report's own `observedAt`. An event that is not a report at all is an error: Lambda
-//! retries it, then sends it to the failure destination, where it can be read.
+//! the report's own `observedAt`. An event that is not a report at all is an error: Lambda retries
+//! it, then sends it to the failure destination, where it can be read. A report with a member past
+//! its bound (shared::validation::OutOfBounds) is refused before anything is read: dropped and
+//! counted, never an error, since retrying it cannot help.
 
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use shared::StoreError;
@@ -13,6 +15,7 @@ use shared::agent::AgentStore;
 use shared::session::SessionStore;
 use shared::session::lifecycle::{self, SessionRetention};
 use shared::session::report::{DETAIL_TYPE, SessionReport, SessionReportOutcome};
+use shared::validation::echoed;
 
 /// Why an event could not be applied at all.
 #[derive(Debug, thiserror::Error)]
@@ -38,13 +41,19 @@ pub async fn handle<A: AgentStore, S: SessionStore>(
     let report: SessionReport =
         serde_json::from_value(event.detail).map_err(StatusError::Malformed)?;
     let span = tracing::Span::current();
-    span.record("namespace", report.namespace.as_str());
-    span.record("agent", report.agent.as_str());
-    span.record("session", report.session_id.as_str());
+    // Echoed, as a name past its bound (a megabyte of namespace) is logged.
+    span.record("namespace", echoed(&report.namespace));
+    span.record("agent", echoed(&report.agent));
+    span.record("session", echoed(&report.session_id));
     let outcome = lifecycle::apply_report(agents, sessions, &report, retention).await?;
     match outcome {
         SessionReportOutcome::Applied => tracing::info!(state = ?report.state, "report applied"),
-        dropped => tracing::warn!(outcome = ?dropped, state = ?report.state, "report dropped"),
+        dropped => tracing::warn!(
+            outcome = ?dropped,
+            out_of_bounds = ?report.out_of_bounds(),
+            state = ?report.state,
+            "report dropped"
+        ),
     }
     Ok(outcome)
 }

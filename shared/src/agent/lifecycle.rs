@@ -271,8 +271,11 @@ pub async fn apply_report<S: AgentStore>(
     store: &S,
     report: &StatusReport,
 ) -> Result<ReportOutcome, StoreError> {
-    // Refused before anything is read: no agent's state decides it.
-    if report.observed_nanos(OffsetDateTime::now_utc()).is_none() {
+    // Refused before anything is read: no agent's state decides it, and a name past its bound
+    // is no key the store can hold.
+    if report.out_of_bounds().is_some()
+        || report.observed_nanos(OffsetDateTime::now_utc()).is_none()
+    {
         return Ok(ReportOutcome::Refused);
     }
     let mut races = Races::new();

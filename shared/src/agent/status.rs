@@ -9,6 +9,7 @@ use time::{Duration, OffsetDateTime};
 
 use super::record::{AgentRecord, DeploymentError, DeploymentState, DeploymentStatus};
 use crate::timestamp::rfc3339_millis;
+use crate::validation::{OutOfBounds, check_id, check_names};
 
 /// The EventBridge detail-type of a report.
 pub const DETAIL_TYPE: &str = "Deployment Status";
@@ -65,7 +66,7 @@ pub enum ReportOutcome {
     /// The agent has no such deployment (another agent's, or another account's).
     UnknownDeployment,
     /// `observedAt` outside the window reports are taken from ([`OLDEST_OBSERVED_AT`],
-    /// [`MAX_OBSERVED_AHEAD`]).
+    /// [`MAX_OBSERVED_AHEAD`]), or a member past its bound ([`StatusReport::out_of_bounds`]).
     Refused,
 }
 
@@ -104,6 +105,15 @@ pub fn is_newer(observed: i64, last: Option<i64>, now: OffsetDateTime) -> bool {
 }
 
 impl StatusReport {
+    /// The first member past its bound, if any: names the contract's names allow, the
+    /// deployment's id a UUID (the counts are bounded by their type, the error cut as it is
+    /// read).
+    pub fn out_of_bounds(&self) -> Option<OutOfBounds> {
+        check_names(&self.namespace, &self.agent)
+            .and_then(|()| check_id(&self.deployment_id, OutOfBounds::DeploymentId))
+            .err()
+    }
+
     /// The report's time as Unix nanoseconds, within the window ([`observed_nanos`]).
     pub fn observed_nanos(&self, now: OffsetDateTime) -> Option<i64> {
         observed_nanos(self.observed_at, now)
@@ -394,6 +404,39 @@ mod tests {
             },
             "within the bounds, as sent"
         );
+    }
+
+    #[test]
+    fn a_report_names_an_agent_by_the_contract_s_names_and_a_deployment_by_its_uuid() {
+        let agent = record();
+        let id = agent.active.deployment.id.clone();
+        let named = report(&agent, &id, DeploymentState::Ready, 1);
+        assert_eq!(named.out_of_bounds(), None);
+        for (changed, member) in [
+            (
+                StatusReport {
+                    namespace: "n".repeat(1 << 20),
+                    ..named.clone()
+                },
+                OutOfBounds::Namespace,
+            ),
+            (
+                StatusReport {
+                    agent: "a".repeat(100_000),
+                    ..named.clone()
+                },
+                OutOfBounds::Agent,
+            ),
+            (
+                StatusReport {
+                    deployment_id: "d-1".into(),
+                    ..named.clone()
+                },
+                OutOfBounds::DeploymentId,
+            ),
+        ] {
+            assert_eq!(changed.out_of_bounds(), Some(member));
+        }
     }
 
     #[test]

@@ -8,8 +8,10 @@ use time::OffsetDateTime;
 
 use super::record::completion;
 use super::record::{Connection, SessionRecord, SessionState};
+use crate::agent::config::MAX_SESSION_DURATION;
 use crate::agent::status::{is_newer, observed_nanos};
 use crate::timestamp::rfc3339_millis;
+use crate::validation::{OutOfBounds, check_id, check_names};
 
 /// The EventBridge detail-type of a report.
 pub const DETAIL_TYPE: &str = "Session Status";
@@ -18,6 +20,11 @@ pub const DETAIL_TYPE: &str = "Session Status";
 /// bytes: the session item keeps them, and a detail past that is no address or token.
 pub const MAX_COMPLETION_STATUS_CHARS: usize = 64;
 pub const MAX_CONNECTION_DETAIL_BYTES: usize = 8 * 1024;
+/// The most `botStartSeconds` a report may give, and the least is 0: a bot starts within its
+/// session, and no session lives longer than the longest `maxSessionDuration` (14,400 s). Not
+/// the start timeout (2 minutes): that is the control plane's clock from the start's record,
+/// and a start the data plane took longer over may still be reported before the sweep ends it.
+pub const MAX_BOT_START_SECONDS: f64 = *MAX_SESSION_DURATION.end() as f64;
 
 /// The states a report may give a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -64,7 +71,8 @@ pub enum SessionReportOutcome {
     UnknownAgent,
     /// The agent has no such session (another agent's, another account's, or none).
     UnknownSession,
-    /// `observedAt` outside the window reports are taken from, or a detail past its bound.
+    /// `observedAt` outside the window reports are taken from, or a member past its bound
+    /// ([`SessionReport::out_of_bounds`]).
     Refused,
 }
 
@@ -77,21 +85,44 @@ pub enum Unapplied {
 }
 
 impl SessionReport {
-    fn is_bounded(&self) -> bool {
-        let details = [
+    /// The first member past its bound, if any: names the contract's names allow, the
+    /// session's id a UUID, `botStartSeconds` from 0 to [`MAX_BOT_START_SECONDS`], each
+    /// connection detail at most [`MAX_CONNECTION_DETAIL_BYTES`], `completionStatus` at most
+    /// [`MAX_COMPLETION_STATUS_CHARS`].
+    pub fn out_of_bounds(&self) -> Option<OutOfBounds> {
+        check_names(&self.namespace, &self.agent)
+            .and_then(|()| check_id(&self.session_id, OutOfBounds::SessionId))
+            .err()
+            .or_else(|| self.detail_out_of_bounds())
+    }
+
+    fn detail_out_of_bounds(&self) -> Option<OutOfBounds> {
+        let bot_start = self
+            .bot_start_seconds
+            .is_none_or(|seconds| (0.0..=MAX_BOT_START_SECONDS).contains(&seconds));
+        let connection = [
             &self.connection.daily_room,
             &self.connection.daily_token,
             &self.connection.ws_url,
             &self.connection.token,
-        ];
-        details.iter().all(|detail| {
+        ]
+        .iter()
+        .all(|detail| {
             detail
                 .as_ref()
                 .is_none_or(|d| d.len() <= MAX_CONNECTION_DETAIL_BYTES)
-        }) && self
+        });
+        let completion = self
             .completion_status
             .as_ref()
-            .is_none_or(|status| status.chars().count() <= MAX_COMPLETION_STATUS_CHARS)
+            .is_none_or(|status| status.chars().count() <= MAX_COMPLETION_STATUS_CHARS);
+        [
+            (bot_start, OutOfBounds::BotStartSeconds),
+            (connection, OutOfBounds::Connection),
+            (completion, OutOfBounds::CompletionStatus),
+        ]
+        .into_iter()
+        .find_map(|(within, member)| (!within).then_some(member))
     }
 
     fn state(&self) -> SessionState {
@@ -104,18 +135,16 @@ impl SessionReport {
 }
 
 impl SessionRecord {
-    /// The session after `report` (which names it), at `now`: started with what to connect
-    /// with, or ended (its connection dropped, `completionStatus` as reported: `terminated` for
-    /// a stop asked for, else `completed` or, failed, `agentError`, when none is given).
+    /// The session after `report` (which names it, within its bounds), at `now`: started with
+    /// what to connect with, or ended (its connection dropped, `completionStatus` as reported:
+    /// `terminated` for a stop asked for, else `completed` or, failed, `agentError`, when none
+    /// is given).
     pub fn apply(
         &self,
         report: &SessionReport,
         now: OffsetDateTime,
     ) -> Result<SessionRecord, Unapplied> {
         let observed = observed_nanos(report.observed_at, now).ok_or(Unapplied::Refused)?;
-        if !report.is_bounded() {
-            return Err(Unapplied::Refused);
-        }
         if !self.is_active() {
             return Err(Unapplied::Settled);
         }
@@ -241,14 +270,63 @@ mod tests {
     }
 
     #[test]
-    fn reports_out_of_their_window_or_bounds_are_refused() {
+    fn reports_out_of_their_window_are_refused() {
         let zero = report("started", "0001-01-01T00:00:00Z", json!({}));
         assert_eq!(session().apply(&zero, NOW), Err(Unapplied::Refused));
         let ahead = report("started", "2026-11-25T10:06:00Z", json!({}));
         assert_eq!(session().apply(&ahead, NOW), Err(Unapplied::Refused));
-        let huge = "x".repeat(MAX_CONNECTION_DETAIL_BYTES + 1);
-        let oversized = report("started", "2026-11-25T09:59:01Z", json!({"token": huge}));
-        assert_eq!(session().apply(&oversized, NOW), Err(Unapplied::Refused));
+    }
+
+    /// A report of the contract's names and ids, `extra` members over them.
+    fn named(extra: serde_json::Value) -> SessionReport {
+        let mut detail = json!({"namespace": "tiny-ferret-maroon-123", "agent": "voice-bot",
+                                "sessionId": "019ab7c2-4e10-7a3c-9f21-6d0e5b8c1a2f",
+                                "state": "started", "observedAt": "2026-11-25T09:59:01Z"});
+        for (key, value) in extra.as_object().unwrap() {
+            detail[key] = value.clone();
+        }
+        serde_json::from_value(detail).unwrap()
+    }
+
+    #[test]
+    fn every_member_of_a_report_is_held_to_its_bound() {
+        let detail = "x".repeat(MAX_CONNECTION_DETAIL_BYTES);
+        let at_bounds = named(json!({
+            "dailyRoom": detail, "dailyToken": detail, "wsUrl": detail, "token": detail,
+            "botStartSeconds": MAX_BOT_START_SECONDS, "completionStatus": "c".repeat(64)}));
+        assert_eq!(at_bounds.out_of_bounds(), None);
+        assert_eq!(named(json!({"botStartSeconds": 0.0})).out_of_bounds(), None);
+        let past = "x".repeat(MAX_CONNECTION_DETAIL_BYTES + 1);
+        for (extra, member) in [
+            (
+                json!({"namespace": "n".repeat(1 << 20)}),
+                OutOfBounds::Namespace,
+            ),
+            (json!({"agent": "a".repeat(100_000)}), OutOfBounds::Agent),
+            (json!({"agent": "Voice"}), OutOfBounds::Agent),
+            (json!({"sessionId": "s"}), OutOfBounds::SessionId),
+            (json!({"botStartSeconds": -1}), OutOfBounds::BotStartSeconds),
+            (
+                json!({"botStartSeconds": -0.001}),
+                OutOfBounds::BotStartSeconds,
+            ),
+            (
+                json!({"botStartSeconds": 1e200}),
+                OutOfBounds::BotStartSeconds,
+            ),
+            (
+                json!({"botStartSeconds": 14_400.5}),
+                OutOfBounds::BotStartSeconds,
+            ),
+            (json!({"token": past}), OutOfBounds::Connection),
+            (json!({"dailyRoom": past}), OutOfBounds::Connection),
+            (
+                json!({"completionStatus": "c".repeat(65)}),
+                OutOfBounds::CompletionStatus,
+            ),
+        ] {
+            assert_eq!(named(extra).out_of_bounds(), Some(member), "{member}");
+        }
     }
 
     #[test]

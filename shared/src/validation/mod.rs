@@ -9,11 +9,13 @@ use crate::ApiError;
 
 mod echo;
 mod query;
+mod report;
 
 pub use echo::echoed;
 #[cfg(test)]
 pub(crate) use query::pairs as query_pairs;
 pub use query::{MAX_QUERY_ID_LENGTH, MAX_UNIX_SECONDS, QueryParameters};
+pub use report::{OutOfBounds, check_id, check_names};
 
 /// Longest DNS label (RFC 1035), the contract's bound for names.
 pub const MAX_NAME_LENGTH: usize = 63;
@@ -29,6 +31,11 @@ pub fn is_dns_label(value: &str) -> bool {
         && bytes.first().is_some_and(alnum)
         && bytes.last().is_some_and(alnum)
         && bytes.iter().all(|b| alnum(b) || *b == b'-')
+}
+
+/// An id the control plane makes (deployments', sessions'): a UUID.
+pub fn is_uuid(value: &str) -> bool {
+    value.parse::<uuid::Uuid>().is_ok()
 }
 
 pub const DNS_LABEL_RULE: &str = "must be 1 to 63 characters of lowercase letters, digits and \

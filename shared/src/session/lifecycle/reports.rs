@@ -27,7 +27,8 @@ impl SessionRetention {
 }
 
 /// Applies the data plane's `report` to the session it names, when it is the newest report of
-/// an active session of that agent in that namespace; the outcome says why not otherwise. The
+/// an active session of that agent in that namespace; the outcome says why not otherwise (a
+/// member past its bound is refused before anything is read). The
 /// write that ends a session takes it out of its agent's count in the same transaction, and
 /// sets when its item expires (`retention` after the report).
 pub async fn apply_report<A: AgentStore, S: SessionStore>(
@@ -36,6 +37,9 @@ pub async fn apply_report<A: AgentStore, S: SessionStore>(
     report: &SessionReport,
     retention: SessionRetention,
 ) -> Result<SessionReportOutcome, StoreError> {
+    if report.out_of_bounds().is_some() {
+        return Ok(SessionReportOutcome::Refused);
+    }
     let mut races = Races::new();
     loop {
         let Some(agent) = agents.get_agent(&report.namespace, &report.agent).await? else {

@@ -11,7 +11,7 @@ pub(super) async fn stored_session<S: SessionStore>(
     service_id: &str,
     session_id: &str,
 ) -> Result<Option<SessionRecord>, StoreError> {
-    if session_id.parse::<uuid::Uuid>().is_err() {
+    if !crate::validation::is_uuid(session_id) {
         return Ok(None);
     }
     sessions

@@ -73,7 +73,7 @@ pub struct SessionQuery {
 pub const CURSOR_FORMAT: CursorFormat = CursorFormat {
     scope: "sessions-cursor-v1",
     max_position_length: 36,
-    is_position: |position| position.parse::<uuid::Uuid>().is_ok(),
+    is_position: crate::validation::is_uuid,
 };
 
 impl SessionQuery {
