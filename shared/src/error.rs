@@ -11,19 +11,24 @@ pub use aws_smithy_types::error::display::DisplayErrorContext;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// How a store call failed (the error of every store port). Throttling and time-outs are the
-/// caller's 503; the rest a 500.
+/// How a store call failed (the error of every store port). The store throttling, timing out or
+/// failing on its side is the caller's 503 (contract section 1: it may pass); the rest, a request
+/// the store could not take or an answer we could not read, is a bug and a 500.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("the store throttled the request after retries")]
     Throttled(#[source] BoxError),
     #[error("the store timed out or could not be reached after retries")]
     Timeout(#[source] BoxError),
+    /// A server error of the store's (HTTP 5xx: `InternalServerError`, DynamoDB Local's
+    /// `InternalFailure`, `ServiceUnavailable`) that the SDK's retries did not get past.
+    #[error("the store failed on its side after retries")]
+    Unavailable(#[source] BoxError),
     #[error("unexpected store failure")]
     Unexpected(#[source] BoxError),
 }
 
-/// Seconds a caller is asked to wait after the store throttled or timed out.
+/// Seconds a caller is asked to wait after the store throttled, timed out or failed.
 pub const RETRY_AFTER_SECONDS: u32 = 1;
 
 /// Seconds a session start is asked to wait when the agent is not ready or full: a deployment
@@ -79,7 +84,7 @@ pub enum ApiError {
         "The agent has as many active sessions as its maxReplicas; retry after {SESSION_RETRY_AFTER_SECONDS} seconds, or raise autoScaling.maxAgents"
     )]
     AgentAtCapacity,
-    /// The store throttled or timed out after the SDK's retries.
+    /// The store throttled, timed out or failed on its side after the SDK's retries.
     #[error("The service is busy; retry after {RETRY_AFTER_SECONDS} second(s)")]
     Unavailable(#[source] StoreError),
     /// A bug or an unexpected failure of a dependency. The caller learns only that it happened.
@@ -177,8 +182,10 @@ impl ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::Throttled(_) | StoreError::Timeout(_) => ApiError::Unavailable(error),
-            other => ApiError::internal(other),
+            StoreError::Throttled(_) | StoreError::Timeout(_) | StoreError::Unavailable(_) => {
+                ApiError::Unavailable(error)
+            }
+            StoreError::Unexpected(_) => ApiError::internal(error),
         }
     }
 }
@@ -256,6 +263,11 @@ mod tests {
                 "SERVICE_UNAVAILABLE",
             ),
             (
+                ApiError::from(StoreError::Unavailable(sdk_like_error())),
+                503,
+                "SERVICE_UNAVAILABLE",
+            ),
+            (
                 ApiError::from(StoreError::Unexpected(sdk_like_error())),
                 500,
                 "INTERNAL_SERVER_ERROR",
@@ -271,6 +283,7 @@ mod tests {
     fn store_failures_never_leak_their_text_to_the_body() {
         for error in [
             ApiError::from(StoreError::Throttled(sdk_like_error())),
+            ApiError::from(StoreError::Unavailable(sdk_like_error())),
             ApiError::from(StoreError::Unexpected(sdk_like_error())),
         ] {
             let body = serde_json::to_string(&ErrorBody::from(&error)).unwrap();

@@ -1,8 +1,10 @@
 //! Store faults DynamoDB Local cannot produce, injected with aws-smithy-mocks: each becomes the
-//! contract's status (409 for a failed condition, 503 for throttling, 500 for the rest), never
-//! a panic or an error the runtime would see.
+//! contract's status (409 for a failed condition; 503 with `Retry-After` for a store throttling,
+//! timing out or failing on its side; 500 only for a request it refused, a bug), never a panic
+//! or an error the runtime would see.
 
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::ErrorMetadata;
 use aws_sdk_dynamodb::operation::get_item::GetItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -11,6 +13,7 @@ use aws_sdk_dynamodb::types::error::{
     InternalServerError, ProvisionedThroughputExceededException, TransactionCanceledException,
 };
 use aws_smithy_mocks::{RuleMode, mock, mock_client};
+use aws_smithy_types::body::SdkBody;
 use shared::ApiError;
 use shared::StoreError;
 use shared::agent::{AgentRecord, AgentStore, ConfigChanges, CreateOutcome};
@@ -142,8 +145,87 @@ async fn throttling_is_a_503_with_retry_after() {
     );
 }
 
+/// DynamoDB's answer of `status` with the error `code`, as it sends it (awsJson 1.0).
+fn answer(status: u16, code: &str) -> HttpResponse {
+    let body = format!(
+        r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{code}","message":"failure on table accounts-prod"}}"#
+    );
+    let mut response = HttpResponse::new(status.try_into().unwrap(), SdkBody::from(body));
+    response
+        .headers_mut()
+        .insert("content-type", "application/x-amz-json-1.0");
+    response
+}
+
+/// A key check on a store answering `status` and `code` to every GetItem, the SDK retrying as
+/// the functions' clients do (without the backoff's wait): the error, and how many requests
+/// were sent.
+async fn key_check_answered(status: u16, code: &'static str) -> (StoreError, usize) {
+    let rule = mock!(Client::get_item).then_http_response(move || answer(status, code));
+    let retry = shared::aws::retry_config().with_initial_backoff(std::time::Duration::ZERO);
+    let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule], |config| {
+        config.retry_config(retry.clone())
+    });
+    let error = store(client)
+        .find_key(&ApiKey::generate().hash())
+        .await
+        .unwrap_err();
+    (error, rule.num_calls())
+}
+
 #[tokio::test]
-async fn an_unexpected_service_error_is_a_500_without_its_text() {
+async fn a_server_error_after_retries_is_a_503_with_retry_after_and_without_its_text() {
+    // DynamoDB's InternalServerError, DynamoDB Local's InternalFailure, an unavailable endpoint.
+    for (status, code) in [
+        (500, "InternalServerError"),
+        (500, "InternalFailure"),
+        (503, "ServiceUnavailable"),
+    ] {
+        let (error, requests) = key_check_answered(status, code).await;
+        assert!(
+            matches!(error, StoreError::Unavailable(_)),
+            "{code}: {error:?}"
+        );
+        assert_eq!(
+            requests,
+            shared::aws::MAX_ATTEMPTS as usize,
+            "{code}: retried"
+        );
+        let response = shared::http::error_response(&ApiError::from(error));
+        assert_eq!(response.status(), 503, "{code}");
+        assert_eq!(response.headers()["retry-after"], "1");
+        let body = String::from_utf8(response.body().to_vec()).unwrap();
+        assert_eq!(
+            body,
+            r#"{"error":"The service is busy; retry after 1 second(s)","code":"SERVICE_UNAVAILABLE"}"#
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_write_that_meets_a_transaction_in_flight_is_a_503() {
+    let (error, _) = key_check_answered(400, "TransactionConflictException").await;
+    assert!(matches!(error, StoreError::Throttled(_)), "{error:?}");
+    assert_eq!(ApiError::from(error).status().as_u16(), 503);
+}
+
+#[tokio::test]
+async fn a_request_the_store_refuses_is_a_bug_a_500_without_its_text() {
+    let (error, requests) = key_check_answered(400, "ValidationException").await;
+    assert!(matches!(error, StoreError::Unexpected(_)), "{error:?}");
+    assert_eq!(requests, 1, "not retried");
+    let error = ApiError::from(error);
+    assert_eq!(error.status().as_u16(), 500);
+    let response = shared::http::error_response(&error);
+    let body = String::from_utf8(response.body().to_vec()).unwrap();
+    assert_eq!(
+        body,
+        r#"{"error":"Internal server error","code":"INTERNAL_SERVER_ERROR"}"#
+    );
+}
+
+#[tokio::test]
+async fn a_modeled_internal_server_error_is_a_503() {
     let rule = mock!(Client::get_item).then_error(|| {
         GetItemError::InternalServerError(
             InternalServerError::builder()
@@ -157,15 +239,22 @@ async fn an_unexpected_service_error_is_a_500_without_its_text() {
         .find_key(&ApiKey::generate().hash())
         .await
         .unwrap_err();
-    assert!(matches!(error, StoreError::Unexpected(_)), "{error:?}");
-    let error = ApiError::from(error);
-    assert_eq!(error.status().as_u16(), 500);
-    let response = shared::http::error_response(&error);
-    let body = String::from_utf8(response.body().to_vec()).unwrap();
-    assert_eq!(
-        body,
-        r#"{"error":"Internal server error","code":"INTERNAL_SERVER_ERROR"}"#
-    );
+    assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_transaction_cancelled_for_throttling_is_a_503() {
+    for reason in ["ThrottlingError", "ProvisionedThroughputExceeded"] {
+        let rule =
+            mock!(Client::transact_write_items).then_error(move || cancelled(&["None", reason]));
+        let store = store(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
+        let error = store.create_agent(&agent(), None).await.unwrap_err();
+        assert!(
+            matches!(error, StoreError::Throttled(_)),
+            "{reason}: {error:?}"
+        );
+        assert_eq!(ApiError::from(error).retry_after(), Some(1));
+    }
 }
 
 /// A create is one DynamoDB request (a TransactWriteItems), with or without an idempotency

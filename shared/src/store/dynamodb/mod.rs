@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
@@ -34,6 +35,9 @@ type Item = HashMap<String, AttributeValue>;
 /// How many times a transaction that lost a race with another transaction on the same items
 /// (`TransactionConflict`, which the SDK does not retry) is tried again before a 503.
 const TRANSACTION_CONFLICT_ATTEMPTS: usize = 4;
+/// A transaction's cancellation reasons that say an item's partition was throttled (the SDK
+/// retries a throttled transaction only when the whole request is).
+const CANCELLED_THROTTLED: [&str; 2] = ["ThrottlingError", "ProvisionedThroughputExceeded"];
 /// BatchWriteItem takes at most 25 requests.
 const BATCH_SIZE: usize = 25;
 /// BatchGetItem takes at most 100 keys.
@@ -41,29 +45,53 @@ const BATCH_GET_SIZE: usize = 100;
 /// Rounds of retrying unprocessed batch items (with backoff) before giving up.
 const UNPROCESSED_ROUNDS: u32 = 6;
 
-/// Sorts an SDK failure into the store's error kinds. The SDK's own text stays in `source`,
-/// for our logs only.
-pub(crate) fn classify<E, R>(error: SdkError<E, R>) -> StoreError
+/// Error codes of a store that is throttling, or of a write that lost to a transaction in flight
+/// on its item (`TransactionConflictException`, which the SDK does not retry): the caller may
+/// try again shortly.
+const THROTTLING_CODES: &[&str] = &[
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "LimitExceededException",
+    "TransactionConflictException",
+];
+
+/// Error codes of a service failing on its side, whatever HTTP status carried them (a modeled
+/// error is read by its code; DynamoDB Local answers `InternalFailure`).
+const SERVER_ERROR_CODES: &[&str] = &[
+    "InternalServerError",
+    "InternalFailure",
+    "ServiceUnavailable",
+    "ServiceUnavailableException",
+];
+
+/// Sorts an SDK failure into the store's error kinds: throttled, timed out (or unreachable), or
+/// failed on the service's side (a 5xx answer) are all the store being unavailable for now;
+/// anything else (a request it refused, an answer we could not read) is a bug. The SDK's own
+/// text stays in `source`, for our logs only.
+pub(crate) fn classify<E>(error: SdkError<E, HttpResponse>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug + Send + Sync + 'static,
 {
-    let throttled = matches!(
-        error.code(),
-        Some(
-            "ProvisionedThroughputExceededException"
-                | "ThrottlingException"
-                | "RequestLimitExceeded"
-                | "LimitExceededException"
-        )
+    let code = error.code();
+    let throttled = code.is_some_and(|code| THROTTLING_CODES.contains(&code));
+    let server_error = code.is_some_and(|code| SERVER_ERROR_CODES.contains(&code))
+        || error
+            .raw_response()
+            .is_some_and(|response| response.status().is_server_error());
+    let unreachable = matches!(
+        error,
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_)
     );
     let source: BoxError = Box::new(error);
-    match source.downcast_ref::<SdkError<E, R>>() {
-        _ if throttled => StoreError::Throttled(source),
-        Some(SdkError::TimeoutError(_) | SdkError::DispatchFailure(_)) => {
-            StoreError::Timeout(source)
-        }
-        _ => StoreError::Unexpected(source),
+    if throttled {
+        StoreError::Throttled(source)
+    } else if unreachable {
+        StoreError::Timeout(source)
+    } else if server_error {
+        StoreError::Unavailable(source)
+    } else {
+        StoreError::Unexpected(source)
     }
 }
 
@@ -321,10 +349,15 @@ impl DynamoStore {
                 let found = reasons.into_iter().map(|(_, item)| item).collect();
                 return Ok(Some(Transaction::ConditionFailed { failed, found }));
             }
-            let conflict = reasons
-                .iter()
-                .any(|(code, _)| code.as_deref() == Some("TransactionConflict"));
-            if !conflict {
+            let any = |wanted: &[&str]| {
+                reasons
+                    .iter()
+                    .any(|(code, _)| code.as_deref().is_some_and(|code| wanted.contains(&code)))
+            };
+            if any(&CANCELLED_THROTTLED) {
+                return Err(StoreError::Throttled(Box::new(error)));
+            }
+            if !any(&["TransactionConflict"]) {
                 return Err(classify(error));
             }
             if attempt == TRANSACTION_CONFLICT_ATTEMPTS {
