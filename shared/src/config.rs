@@ -79,7 +79,12 @@ pub enum ConfigError {
 
 /// How long a session start waits for the data plane's report.
 pub fn session_start_wait() -> Result<std::time::Duration, ConfigError> {
-    let seconds = match optional(SESSION_START_WAIT_SECONDS) {
+    start_wait_of(optional(SESSION_START_WAIT_SECONDS))
+}
+
+/// The start's wait `SESSION_START_WAIT_SECONDS` gives (unset: the default).
+pub fn start_wait_of(variable: Option<String>) -> Result<std::time::Duration, ConfigError> {
+    let seconds = match variable {
         None => DEFAULT_SESSION_START_WAIT_SECONDS,
         Some(seconds) => seconds
             .parse()
@@ -128,5 +133,22 @@ impl Config {
             dynamodb_endpoint: optional(DYNAMODB_ENDPOINT),
             log_retention_days,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_start_waits_ten_seconds_unless_told_from_0_to_20() {
+        let wait = |value: Option<&str>| start_wait_of(value.map(str::to_owned)).ok();
+        assert_eq!(wait(None), Some(Duration::from_secs(10)));
+        assert_eq!(wait(Some("0")), Some(Duration::ZERO));
+        assert_eq!(wait(Some("20")), Some(Duration::from_secs(20)));
+        for refused in ["21", "-1", "ten", "1.5"] {
+            assert_eq!(wait(Some(refused)), None, "{refused}");
+        }
     }
 }

@@ -458,3 +458,25 @@ async fn a_deleted_agent_s_session_ended_later_frees_nothing_of_a_new_agent_of_t
     let new_service = store.service_of(&caller.namespace, "voice").await;
     assert_eq!(read(new_service, new).await.state, SessionState::Started);
 }
+
+#[test]
+fn deployed_a_start_waits_ten_seconds_for_its_report_unless_told() {
+    use integration_tests::template::{reference, template};
+    let template = template();
+    let wait = &template["Parameters"]["SessionStartWaitSeconds"];
+    assert_eq!(wait["Default"].as_u64(), Some(10), "contract section 11");
+    assert_eq!(
+        wait["Default"].as_u64(),
+        Some(shared::config::DEFAULT_SESSION_START_WAIT_SECONDS),
+        "the function's own default is the template's"
+    );
+    let most = wait["MaxValue"].as_u64();
+    assert_eq!(most, Some(shared::config::MAX_SESSION_START_WAIT_SECONDS));
+    let function = &template["Resources"]["StartSessionFunction"]["Properties"];
+    let variable = &function["Environment"]["Variables"]["SESSION_START_WAIT_SECONDS"];
+    assert_eq!(reference(variable), Some("SessionStartWaitSeconds"));
+    assert!(
+        function["Timeout"].as_u64() > most,
+        "the function outlives its longest wait"
+    );
+}

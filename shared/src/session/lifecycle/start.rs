@@ -151,6 +151,17 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn unless_told_a_start_answers_starting_after_ten_seconds_without_a_report() {
+        let (store, session) = started_session().await;
+        report_started(&store, &session, Duration::from_millis(10_100));
+        let default = StartWait(crate::config::start_wait_of(None).unwrap());
+        let began = Instant::now();
+        let answered = reported(&*store, session, default).await.unwrap();
+        assert_eq!(answered.state, SessionState::Starting);
+        assert_eq!(began.elapsed(), Duration::from_secs(10));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_start_answers_starting_once_its_wait_has_passed() {
         let (store, session) = started_session().await;
         report_started(&store, &session, Duration::from_secs(30));
