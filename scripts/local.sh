@@ -153,12 +153,13 @@ cursor_secret() {
 }
 
 # wait_until_answering PID NAME PORT LOG COMMAND...: prints PID once COMMAND succeeds; fails with
-# the server's log when it dies, or after 30 s.
+# the server's log when it dies, or after 150 tries (30 s of pauses, each try cut at 5 s: a
+# server that accepts and never answers is no server).
 wait_until_answering() {
   local pid=$1 name=$2 port=$3 server_log=$4
   shift 4
   for _ in $(seq 1 150); do
-    if "$@"; then
+    if timeout 5 "$@"; then
       echo "$pid"
       return
     fi
@@ -199,7 +200,7 @@ ensure_docker_engine() {
   mkdir -p "$local_dir"
   as_root setsid dockerd >"$local_dir/dockerd.log" 2>&1 </dev/null &
   for _ in $(seq 1 120); do
-    docker info >/dev/null 2>&1 && return
+    timeout 10 docker info >/dev/null 2>&1 && return
     sleep 0.5
   done
   log "dockerd did not answer within 60 s; its log:"; tail -n 30 "$local_dir/dockerd.log" >&2

@@ -92,7 +92,7 @@ stack_admin() {
 stack_free_port_pair() {
   python3 -c '
 import socket
-while True:
+for _ in range(1000):
     a = socket.socket(); a.bind(("127.0.0.1", 0)); port = a.getsockname()[1]
     b = socket.socket()
     try:
@@ -100,13 +100,15 @@ while True:
     except OSError:
         pass
     finally:
-        a.close(); b.close()'
+        a.close(); b.close()
+else:
+    raise SystemExit("no two free ports in a row in 1000 tries")'
 }
 
 stack_wait_for() {
   local url=$1 what=$2 pid=$3 log=$4
   for _ in $(seq 1 1200); do
-    curl -s -o /dev/null "$url" && return
+    curl -s -m 5 -o /dev/null "$url" && return
     if ! kill -0 "$pid" 2>/dev/null; then
       echo "$what stopped before answering; its log ($log):" >&2
       tail -n 40 "$log" >&2

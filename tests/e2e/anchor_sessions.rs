@@ -7,6 +7,7 @@
 use std::process::Command;
 use std::time::Duration;
 
+use integration_tests::bounded::{self, Bound, Try};
 use integration_tests::stack::{Answer, Stack, bearer};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -90,15 +91,19 @@ async fn call(stack: &Stack, key: &ApiKey, method: Method, path: &str) -> Answer
 
 /// Reads `path` until `done` holds of its answer (30 s at most).
 async fn until(stack: &Stack, key: &ApiKey, path: &str, done: impl Fn(&Value) -> bool) -> Value {
-    for _ in 0..120 {
+    let bound = Bound::new(120, Duration::from_secs(30));
+    bounded::until(path, bound, || async {
         let answer = call(stack, key, Method::GET, path).await;
         assert_eq!(answer.status, 200, "{path}: {:?}", answer.body);
-        if done(&answer.body) {
-            return answer.body;
+        match done(&answer.body) {
+            true => Try::Done(answer.body),
+            false => Try::Again {
+                why: answer.body.to_string(),
+                wait: Duration::from_millis(250),
+            },
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    panic!("{path} never got there");
+    })
+    .await
 }
 
 /// An agent of the account with room for two sessions of at most `max_seconds`, reported ready

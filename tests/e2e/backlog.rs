@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use integration_tests::bounded::Bound;
 use integration_tests::stack::{Stack, bearer};
 use serde_json::json;
 use shared::auth::ApiKey;
@@ -112,7 +113,9 @@ async fn create_agents(stack: &Arc<Stack>, key: &ApiKey, prefix: &str, count: us
 /// The account's agents that are not ready yet, by reading the whole list.
 async fn not_ready(stack: &Stack, key: &ApiKey) -> (usize, Vec<String>) {
     let (mut listed, mut waiting, mut cursor) = (0, Vec::new(), None::<String>);
+    let mut pages = Bound::new(100, Duration::from_secs(120)).start("the agents' last page");
     loop {
+        pages.spend();
         let mut params = vec![("limit", "100".to_owned())];
         params.extend(cursor.take().map(|cursor| ("cursor", cursor)));
         let page = stack

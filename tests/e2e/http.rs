@@ -11,6 +11,7 @@
 mod secrets;
 mod walkthrough;
 
+use integration_tests::bounded::{self, Bound, Try};
 use integration_tests::stack::{Answer, Denial, Stack, bearer};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -641,18 +642,19 @@ async fn missing_malformed_unknown_and_revoked_keys_are_refused_on_every_route()
 /// GET of the agent until `done` says it is, as a deploy tool polls (the development data plane
 /// reports after DEV_READY_AFTER_MS).
 async fn poll(stack: &Stack, key: &ApiKey, name: &str, done: impl Fn(&Value) -> bool) -> Answer {
-    for _ in 0..240 {
+    let bound = Bound::new(240, std::time::Duration::from_secs(60));
+    bounded::until(name, bound, || async {
         let answer = stack.get(key, name).await;
         assert_eq!(answer.status, 200, "{:?}", answer.body);
-        if done(&answer.body) {
-            return answer;
+        match done(&answer.body) {
+            true => Try::Done(answer),
+            false => Try::Again {
+                why: answer.body.to_string(),
+                wait: std::time::Duration::from_millis(250),
+            },
         }
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    }
-    panic!(
-        "{name} never got there: {:?}",
-        stack.get(key, name).await.body
-    );
+    })
+    .await
 }
 
 #[tokio::test]

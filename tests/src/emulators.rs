@@ -4,6 +4,9 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
+
+use crate::bounded::{Bound, Try, until_blocking};
 
 fn workspace() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
@@ -124,10 +127,17 @@ impl DiskDynamoDb {
     pub fn kill(&mut self) {
         if let Some(pid) = self.pid.take() {
             kill(&pid, "-KILL");
-            // Until the port is free again.
-            while std::net::TcpStream::connect(format!("127.0.0.1:{}", self.port)).is_ok() {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
+            let address = format!("127.0.0.1:{}", self.port);
+            let bound = Bound::new(600, Duration::from_secs(30));
+            until_blocking("a killed DynamoDB Local's port to be free", bound, || {
+                match std::net::TcpStream::connect(&address) {
+                    Ok(_) => Try::Again {
+                        why: format!("{address} still accepts"),
+                        wait: Duration::from_millis(50),
+                    },
+                    Err(_) => Try::Done(()),
+                }
+            });
         }
     }
 

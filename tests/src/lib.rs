@@ -26,6 +26,9 @@ pub mod template;
 /// A running stack over HTTP, for the suites under e2e/.
 pub mod stack;
 
+/// Retries, polls and walks bounded in tries and time, failing with what they waited for.
+pub mod bounded;
+
 /// The agents table's stream on DynamoDB Local.
 pub mod streams;
 

@@ -3,6 +3,9 @@
 //! id repeated within a batch, a line dated centuries ahead, a page of control characters, a
 //! forged cursor, a query that only Unicode case folding matches.
 
+use std::time::Duration;
+
+use integration_tests::bounded::Bound;
 use integration_tests::{LOGS_SETTINGS, TestStore, create_named_agent, ingest, log_data};
 use lambda_http::Body;
 use serde_json::{Value, json};
@@ -48,7 +51,9 @@ async fn walk(
 ) -> (Vec<Value>, Vec<usize>) {
     let (mut entries, mut sizes) = (Vec::new(), Vec::new());
     let mut cursor: Option<String> = None;
+    let mut pages = Bound::new(1_000, Duration::from_secs(120)).start("the walk's last page");
     loop {
+        pages.spend();
         let mut pairs = params.to_vec();
         if let Some(cursor) = &cursor {
             pairs.push(("cursor", cursor.clone()));

@@ -5,8 +5,11 @@
 //! invocation and its delivery of the destination record, whose documented shape
 //! ([`destination_record`]) the test sends itself.
 
+use std::time::Duration;
+
 use agent_hosting_admin::replay::{ReplayReport, replay_ingest_failures};
 use aws_lambda_events::cloudwatch_logs::LogData;
+use integration_tests::bounded::{Bound, Try, until};
 use integration_tests::emulators::{DiskDynamoDb, Moto};
 use integration_tests::{
     LOGS_SETTINGS, TestStore, create_named_agent, log_data, read_logs, subscription_event,
@@ -86,7 +89,10 @@ async fn messages_left(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> usize {
 async fn all_lines(store: &TestStore, key: &ApiKey, agent: &str) -> Vec<Value> {
     let mut lines = Vec::new();
     let mut cursor: Option<String> = None;
+    let mut pages = Bound::new(100, Duration::from_secs(120))
+        .start(format!("the last page of {agent}'s lines"));
     loop {
+        pages.spend();
         let mut params = vec![("order", "asc".to_owned()), ("limit", "1000".to_owned())];
         if let Some(cursor) = &cursor {
             params.push(("cursor", cursor.clone()));
@@ -182,7 +188,8 @@ async fn a_batch_failed_while_the_store_was_down_is_readable_exactly_once_after_
             .await
         })
     };
-    loop {
+    let bound = Bound::new(12_000, Duration::from_secs(60));
+    let written = until("the batch's first lines in the store", bound, || async {
         let written = store
             .client
             .scan()
@@ -190,17 +197,20 @@ async fn a_batch_failed_while_the_store_was_down_is_readable_exactly_once_after_
             .select(aws_sdk_dynamodb::types::Select::Count)
             .send()
             .await
-            .map(|output| output.count as usize)
-            .unwrap_or(0);
-        if written > 0 {
-            assert!(
-                written < LINES,
-                "killed before the batch was whole ({written})"
-            );
-            break;
+            .map(|output| output.count as usize);
+        match written {
+            Ok(written) if written > 0 => Try::Done(written),
+            other => Try::Again {
+                why: format!("{other:?}"),
+                wait: Duration::from_millis(5),
+            },
         }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    })
+    .await;
+    assert!(
+        written < LINES,
+        "killed before the batch was whole ({written})"
+    );
     dynamodb.kill();
     let failed = ingest.await.unwrap();
     assert!(failed.is_err(), "the invocation fails: {failed:?}");

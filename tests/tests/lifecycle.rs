@@ -284,7 +284,10 @@ async fn agents_are_listed_by_name_a_page_at_a_time() {
     }
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
+    let mut pages = integration_tests::bounded::Bound::new(10, std::time::Duration::from_secs(60))
+        .start("the list's last page");
     loop {
+        pages.spend();
         let mut query = vec![("limit", "3".to_owned())];
         query.extend(cursor.take().map(|cursor| ("cursor", cursor)));
         let (status, page) = list_page(&store, &key, &query).await;

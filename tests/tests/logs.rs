@@ -382,7 +382,11 @@ async fn offset_pages_and_cursor_walks_both_concatenate_to_the_model() {
         // Cursors.
         let mut by_cursor = Vec::new();
         let mut cursor: Option<String> = None;
+        let mut pages =
+            integration_tests::bounded::Bound::new(1_000, std::time::Duration::from_secs(120))
+                .start(format!("the cursor walk's last page, case {case}"));
         loop {
+            pages.spend();
             let mut pairs = params.pairs();
             if let Some(cursor) = &cursor {
                 pairs.push(("cursor", cursor.clone()));

@@ -2,7 +2,9 @@
 //! is created exactly once, and different names (also naming one secret set) all land.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use integration_tests::bounded::{Bound, retried_after_503};
 use integration_tests::{TestStore, bearer, direct_create, parts};
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
@@ -36,26 +38,9 @@ async fn create_concurrently(
     responses
 }
 
-/// Sends a request until it is answered other than 503, waiting the `Retry-After` each 503 must
-/// carry, as the anchor's clients do.
-async fn retried_after_503<F, Fut>(send: F) -> Response<Body>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Response<Body>>,
-{
-    loop {
-        let response = send().await;
-        if response.status() != 503 {
-            return response;
-        }
-        let seconds: u64 = response
-            .headers()
-            .get("retry-after")
-            .and_then(|value| value.to_str().ok()?.parse().ok())
-            .expect("a 503 says when to come back");
-        tokio::time::sleep(std::time::Duration::from_secs(seconds)).await;
-    }
-}
+/// How long one of the fifty updates keeps coming back after a 503: a store that answers 503
+/// to every try fails the test within it instead of holding CI.
+const UPDATE_RETRIES: Bound = Bound::new(20, Duration::from_secs(120));
 
 /// One create request per body.
 fn creates(auth: &str, bodies: impl IntoIterator<Item = Value>) -> Vec<Request> {
@@ -202,11 +187,19 @@ async fn fifty_concurrent_updates_of_one_agent_are_all_kept() {
             let key = key.clone();
             let body = json!({"image": format!("ghcr.io/acme/agent:2.{i}")});
             tokio::spawn(async move {
-                retried_after_503(|| {
-                    let request =
-                        integration_tests::agent_request("POST", &key, "contested", Some(&body));
-                    update_agent::handle(&store.store, &store.store, request)
-                })
+                retried_after_503(
+                    &format!("update {i} answered other than 503"),
+                    UPDATE_RETRIES,
+                    || {
+                        let request = integration_tests::agent_request(
+                            "POST",
+                            &key,
+                            "contested",
+                            Some(&body),
+                        );
+                        update_agent::handle(&store.store, &store.store, request)
+                    },
+                )
                 .await
             })
         })

@@ -78,6 +78,9 @@ async fn start_sessions<S: SessionStore>(store: &S, agent: &AgentRecord) -> Vec<
     made
 }
 
+/// Reads of one walk before it is taken not to end (a `more` that never clears).
+const MAX_CHUNKS: usize = 1_000;
+
 /// Every session id `within`, newest first, before `before`, read to the end.
 async fn ids_within<S: SessionStore>(
     store: &S,
@@ -87,7 +90,7 @@ async fn ids_within<S: SessionStore>(
 ) -> Vec<String> {
     let mut ids = Vec::new();
     let mut before = before.map(str::to_owned);
-    loop {
+    for _ in 0..MAX_CHUNKS {
         let chunk = store
             .session_summaries(
                 &agent.owner.namespace,
@@ -103,6 +106,7 @@ async fn ids_within<S: SessionStore>(
             _ => return ids,
         }
     }
+    panic!("the summaries {within:?} do not end within {MAX_CHUNKS} reads: {ids:?}");
 }
 
 fn ids_of(sessions: &[SessionRecord]) -> Vec<String> {
