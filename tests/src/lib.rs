@@ -29,6 +29,9 @@ pub mod stack;
 /// Retries, polls and walks bounded in tries and time, failing with what they waited for.
 pub mod bounded;
 
+/// moto's EventBridge as the judge of the template's event patterns.
+pub mod ruled_bus;
+
 /// The agents table's stream on DynamoDB Local.
 pub mod streams;
 

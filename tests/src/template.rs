@@ -79,3 +79,32 @@ fn strings(value: &Yaml) -> Vec<String> {
         _ => Vec::new(),
     }
 }
+
+/// The filters of the event source mappings (their `FilterCriteria`), by mapping: each pattern
+/// as JSON, numbered within its mapping (`{Mapping}-{i}`).
+pub fn stream_filters(template: &Yaml) -> Vec<(String, serde_json::Value)> {
+    let mut filters = Vec::new();
+    for (name, mapping) in resources_of_type(template, "AWS::Lambda::EventSourceMapping") {
+        let declared = mapping["Properties"]["FilterCriteria"]["Filters"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{name}: no filters"));
+        for (i, filter) in declared.iter().enumerate() {
+            let pattern = filter["Pattern"].as_str().expect("a filter's Pattern");
+            let pattern = serde_json::from_str(pattern).unwrap_or_else(|e| panic!("{name}: {e}"));
+            filters.push((format!("{name}-{i}"), pattern));
+        }
+    }
+    filters
+}
+
+/// The EventBridge rules' patterns, by rule.
+pub fn rule_patterns(template: &Yaml) -> Vec<(String, serde_json::Value)> {
+    resources_of_type(template, "AWS::Events::Rule")
+        .into_iter()
+        .filter(|(_, rule)| !rule["Properties"]["EventPattern"].is_null())
+        .map(|(name, rule)| {
+            let pattern = serde_json::to_value(&rule["Properties"]["EventPattern"]).unwrap();
+            (name.to_owned(), pattern)
+        })
+        .collect()
+}

@@ -4,7 +4,8 @@
 //! record as failed, by its sequence number, for Lambda to retry.
 
 use integration_tests::emulators::Moto;
-use serde_json::Value;
+use integration_tests::ruled_bus::{RuledBus, eventbridge};
+use serde_json::{Value, json};
 use shared::store::eventbridge::EventBridgeBus;
 
 fn fixture() -> Value {
@@ -15,92 +16,26 @@ fn fixture() -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// An EventBridge client of moto's, once its EventBridge answers (moto loads a service on its
-/// first request, which can outlast the client's 4 s bound on a busy machine).
-async fn eventbridge(moto: &Moto) -> aws_sdk_eventbridge::Client {
-    let events = shared::aws::eventbridge_client(Some(&moto.endpoint)).unwrap();
-    for _ in 0..5 {
-        if events.list_event_buses().send().await.is_ok() {
-            break;
-        }
-    }
-    events
-}
-
-/// A bus of moto's with a rule sending what the control plane publishes to a queue: the queue's
-/// URL.
-async fn bus_with_a_queue(moto: &Moto, bus: &str) -> String {
-    let events = eventbridge(moto).await;
-    events.create_event_bus().name(bus).send().await.unwrap();
-    let sqs = moto.sqs();
-    let queue = sqs
-        .create_queue()
-        .queue_name("published")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let arn = sqs
-        .get_queue_attributes()
-        .queue_url(&queue)
-        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap()[&aws_sdk_sqs::types::QueueAttributeName::QueueArn]
-        .clone();
-    events
-        .put_rule()
-        .event_bus_name(bus)
-        .name("to-the-data-plane")
-        .event_pattern(r#"{"source": ["agent-hosting"]}"#)
-        .send()
-        .await
-        .unwrap();
-    let target = aws_sdk_eventbridge::types::Target::builder()
-        .id("queue")
-        .arn(arn)
-        .build()
-        .unwrap();
-    events
-        .put_targets()
-        .event_bus_name(bus)
-        .rule("to-the-data-plane")
-        .targets(target)
-        .send()
-        .await
-        .unwrap();
-    queue
+/// A bus of moto's with a rule sending what the control plane publishes to a queue.
+async fn bus_with_a_queue(moto: &Moto, bus: &str) -> RuledBus {
+    let rule = (
+        "to-the-data-plane".to_owned(),
+        json!({"source": ["agent-hosting"]}),
+    );
+    RuledBus::new(moto, bus, &[rule]).await
 }
 
 #[tokio::test]
 async fn a_batch_s_events_reach_the_bus_s_rules_with_the_contract_s_detail() {
     let moto = Moto::start();
-    let queue = bus_with_a_queue(&moto, "agents").await;
-    let bus = EventBridgeBus::new(eventbridge(&moto).await, "agents");
+    let ruled = bus_with_a_queue(&moto, "agents").await;
+    let bus = EventBridgeBus::new(ruled.events().clone(), "agents");
 
     let answer = stream_publisher::handle(&bus, fixture()).await;
     assert_eq!(answer.batch_item_failures, [], "every event published");
 
-    let mut delivered: Vec<Value> = Vec::new();
-    for _ in 0..10 {
-        let received = moto
-            .sqs()
-            .receive_message()
-            .queue_url(&queue)
-            .max_number_of_messages(10)
-            .send()
-            .await
-            .unwrap();
-        for message in received.messages.unwrap_or_default() {
-            delivered.push(serde_json::from_str(message.body.as_deref().unwrap()).unwrap());
-        }
-        if delivered.len() >= 4 {
-            break;
-        }
-    }
+    // moto delivers to the rule's queue within PutEvents: all there is, is there.
+    let delivered = ruled.take("to-the-data-plane").await;
     // At least once, as EventBridge delivers (a retried PutEvents may deliver twice).
     let mut kinds: Vec<&str> = delivered
         .iter()
