@@ -34,9 +34,15 @@ const INTERNAL_FAILURE: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#In
 const UNAVAILABLE: &str =
     r#"{"error":"The service is busy; retry after 1 second(s)","code":"SERVICE_UNAVAILABLE"}"#;
 
-/// A server answering every request with DynamoDB's 500 `InternalFailure`; its address, and how
-/// many requests it has answered.
-async fn failing_store() -> (String, Arc<AtomicUsize>) {
+/// A server answering every request with DynamoDB's 500 `InternalFailure`: its address, how
+/// many requests it has answered, and the runs made against it (each its own account).
+struct FailingStore {
+    address: String,
+    answered: Arc<AtomicUsize>,
+    runs: AtomicUsize,
+}
+
+async fn failing_store() -> FailingStore {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = format!("http://{}/", listener.local_addr().unwrap());
     let answered = Arc::new(AtomicUsize::new(0));
@@ -46,7 +52,11 @@ async fn failing_store() -> (String, Arc<AtomicUsize>) {
             tokio::spawn(answer_all(socket, count.clone()));
         }
     });
-    (address, answered)
+    FailingStore {
+        address,
+        answered,
+        runs: AtomicUsize::new(0),
+    }
 }
 
 /// Answers each request of one connection (HTTP/1.1, kept alive) with the failure.
@@ -341,66 +351,93 @@ async fn call(route: Route, s: &DynamoStore, fixture: &Fixture) -> Response<Body
 /// No route makes more requests than this; a route still making more is a loop.
 const MOST_REQUESTS: usize = 40;
 
+/// What a route answered with its `fail`th request failing.
+enum Run {
+    /// It made fewer requests: nothing failed.
+    Untouched { status: u16, body: Value },
+    /// That request failed: its operation, the attempts the SDK made at it, whether the route's
+    /// work was done before it, and the answer.
+    Failed {
+        operation: String,
+        attempts: usize,
+        done: bool,
+        answer: Response<Body>,
+    },
+}
+
+/// `route` on a fresh fixture of `tables`, its `fail`th request sent to `failing`.
+async fn run(route: Route, tables: &TestStore, failing: &FailingStore, fail: usize) -> Run {
+    let fixture = fixture(tables, failing.runs.fetch_add(1, Ordering::SeqCst)).await;
+    let (faulty, trace) = store_failing_at(tables, fail, &failing.address);
+    let before = failing.answered.load(Ordering::SeqCst);
+    let answer = call(route, &faulty, &fixture).await;
+    let operations = trace.operations.lock().unwrap().clone();
+    let Some(operation) = operations.get(fail).cloned() else {
+        let (status, body) = parts(answer);
+        return Run::Untouched { status, body };
+    };
+    let done = route
+        .done_after()
+        .and_then(|done| operations.iter().position(|o| o == done))
+        .is_some_and(|at| at < fail);
+    Run::Failed {
+        operation,
+        attempts: failing.answered.load(Ordering::SeqCst) - before,
+        done,
+        answer,
+    }
+}
+
+/// The contract's 503 (or, once the route's work is done, its success): `None`, or what it was.
+fn outside_the_contract(done: bool, answer: Response<Body>) -> Option<String> {
+    let status = answer.status().as_u16();
+    let retry_after = answer.headers().get("retry-after").cloned();
+    let body = String::from_utf8_lossy(answer.body().as_ref()).into_owned();
+    let unavailable =
+        status == 503 && retry_after.is_some_and(|seconds| seconds == "1") && body == UNAVAILABLE;
+    let as_contract = if done {
+        (200..300).contains(&status)
+    } else {
+        unavailable
+    };
+    (!as_contract).then(|| format!("{status} {body}"))
+}
+
 #[tokio::test]
 async fn a_store_failure_after_retries_is_503_with_retry_after_on_every_route() {
-    let store = TestStore::new().await;
-    let (failing, answered) = failing_store().await;
-    let mut run = 0;
+    let tables = TestStore::new().await;
+    let failing = failing_store().await;
     let mut wrong = Vec::new();
-    let mut failed_requests = Vec::new();
     for route in ROUTES {
-        for fail in 0..=MOST_REQUESTS {
+        for fail in 0.. {
             assert!(
                 fail < MOST_REQUESTS,
                 "{route:?} made over {MOST_REQUESTS} requests"
             );
-            run += 1;
-            let fixture = fixture(&store, run).await;
-            let (faulty, trace) = store_failing_at(&store, fail, &failing);
-            let before = answered.load(Ordering::SeqCst);
-            let response = call(route, &faulty, &fixture).await;
-            let operations = trace.operations.lock().unwrap().clone();
-            let Some(failed) = operations.get(fail) else {
-                // The route made fewer requests: it ran untouched, to its success.
-                let (status, body) = parts(response);
-                assert!(
-                    (200..300).contains(&status),
-                    "{route:?} without a failure: {status} {body}"
-                );
-                break;
-            };
-            let attempts = answered.load(Ordering::SeqCst) - before;
-            assert_eq!(
-                attempts,
-                shared::aws::MAX_ATTEMPTS as usize,
-                "{route:?}: {failed} retried"
-            );
-            let done = route
-                .done_after()
-                .and_then(|op| operations.iter().position(|o| o == op))
-                .is_some_and(|at| at < fail);
-            let status = response.status().as_u16();
-            let retry_after = response.headers().get("retry-after").cloned();
-            let body = String::from_utf8_lossy(response.body().as_ref()).into_owned();
-            let answered_as_contract = if done {
-                (200..300).contains(&status)
-            } else {
-                status == 503
-                    && retry_after.as_ref().is_some_and(|v| v == "1")
-                    && body == UNAVAILABLE
-            };
-            failed_requests.push(format!("{route:?} {fail}: {failed} -> {status}"));
-            if !answered_as_contract {
-                wrong.push(format!(
-                    "{route:?}, {failed} (request {fail} of {operations:?}): {status} {body}"
-                ));
+            match run(route, &tables, &failing, fail).await {
+                Run::Untouched { status, body } => {
+                    let ok = (200..300).contains(&status);
+                    assert!(ok, "{route:?} without a failure: {status} {body}");
+                    break;
+                }
+                Run::Failed {
+                    operation,
+                    attempts,
+                    done,
+                    answer,
+                } => {
+                    let retried = shared::aws::MAX_ATTEMPTS as usize;
+                    assert_eq!(attempts, retried, "{route:?}: {operation} retried");
+                    let answer = outside_the_contract(done, answer);
+                    let failed = format!("{route:?}, request {fail} ({operation}) failed");
+                    match answer {
+                        None => eprintln!("{failed}: answered as the contract says"),
+                        Some(answer) => wrong.push(format!("{failed}: {answer}")),
+                    }
+                }
             }
         }
     }
-    eprintln!("requests failed:\n{}", failed_requests.join("\n"));
-    assert!(
-        wrong.is_empty(),
-        "answers outside the contract:\n{}",
-        wrong.join("\n")
-    );
+    let wrong = wrong.join("\n");
+    assert!(wrong.is_empty(), "answers outside the contract:\n{wrong}");
 }
