@@ -316,6 +316,58 @@ pub fn session_request(method: &str, key: &ApiKey, agent: &str, id: &str) -> Req
         ]))
 }
 
+/// `GET /v1/agents/{agent}/sessions` with `query`, as cargo lambda watch sends it.
+pub fn sessions_list_request(key: &ApiKey, agent: &str, query: &[(&str, &str)]) -> Request {
+    use lambda_http::RequestExt;
+    http::Request::builder()
+        .method("GET")
+        .uri(format!(
+            "https://api.example.com/v1/agents/{agent}/sessions"
+        ))
+        .header("authorization", bearer(key))
+        .body(lambda_http::Body::Empty)
+        .unwrap()
+        .with_path_parameters(std::collections::HashMap::from([(
+            "agentName".to_owned(),
+            agent.to_owned(),
+        )]))
+        .with_query_string_parameters(
+            query
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect::<std::collections::HashMap<_, _>>(),
+        )
+}
+
+/// A request to `/v1/secrets[/{setName}[/{secretKey}]]` as cargo lambda watch sends it (the key
+/// in the header), with a JSON body when given.
+pub fn secrets_request(
+    method: &str,
+    key: &ApiKey,
+    path: &[&str],
+    body: Option<&serde_json::Value>,
+) -> Request {
+    use lambda_http::RequestExt;
+    let parameters = ["setName", "secretKey"]
+        .into_iter()
+        .zip(path)
+        .map(|(name, value)| (name.to_owned(), (*value).to_owned()));
+    let body = body.map_or(lambda_http::Body::Empty, |body| {
+        lambda_http::Body::Text(body.to_string())
+    });
+    http::Request::builder()
+        .method(method)
+        .uri(format!(
+            "https://api.example.com/v1/secrets/{}",
+            path.join("/")
+        ))
+        .header("authorization", bearer(key))
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap()
+        .with_path_parameters(parameters.collect::<std::collections::HashMap<_, _>>())
+}
+
 /// A session start through the start handler, answered without waiting for a report.
 pub async fn start_session(
     store: &TestStore,

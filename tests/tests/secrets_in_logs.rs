@@ -12,9 +12,8 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use integration_tests::emulators::Moto;
-use integration_tests::{TestStore, bearer, direct_create, parts, streams};
+use integration_tests::{TestStore, bearer, direct_create, parts, secrets_request, streams};
 use serde_json::json;
-use shared::auth::ApiKey;
 use shared::secrets::seal::Binding;
 use shared::secrets::store::{DataKeyOpener, SecretStore};
 use shared::store::kms::{KmsDataKeys, KmsKeyOpener};
@@ -140,34 +139,6 @@ async fn keys_never_appear_in_any_log_line() {
             "part of a key reached a log line"
         );
     }
-}
-
-/// A request to `/v1/secrets[/{set}[/{key}]]` as cargo lambda watch sends it: the key in the
-/// header, a JSON body when given.
-fn secrets_request(
-    method: &str,
-    key: &ApiKey,
-    path: &[&str],
-    body: Option<&serde_json::Value>,
-) -> lambda_http::Request {
-    use lambda_http::RequestExt;
-    let parameters = ["setName", "secretKey"]
-        .into_iter()
-        .zip(path)
-        .map(|(name, value)| (name.to_owned(), (*value).to_owned()));
-    http::Request::builder()
-        .method(method)
-        .uri(format!(
-            "https://api.example.com/v1/secrets/{}",
-            path.join("/")
-        ))
-        .header("authorization", bearer(key))
-        .header("content-type", "application/json")
-        .body(body.map_or(lambda_http::Body::Empty, |body| {
-            lambda_http::Body::Text(body.to_string())
-        }))
-        .unwrap()
-        .with_path_parameters(parameters.collect::<std::collections::HashMap<_, _>>())
 }
 
 /// Every form in which a value or a data key could be written down: as is, in base64 (standard

@@ -300,25 +300,7 @@ async fn list(
     agent: &str,
     query: &[(&str, &str)],
 ) -> (u16, Value) {
-    use lambda_http::RequestExt;
-    let request = http::Request::builder()
-        .method("GET")
-        .uri(format!(
-            "https://api.example.com/v1/agents/{agent}/sessions"
-        ))
-        .header("authorization", integration_tests::bearer(key))
-        .body(lambda_http::Body::Empty)
-        .unwrap()
-        .with_path_parameters(std::collections::HashMap::from([(
-            "agentName".to_owned(),
-            agent.to_owned(),
-        )]))
-        .with_query_string_parameters(
-            query
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect::<std::collections::HashMap<_, _>>(),
-        );
+    let request = integration_tests::sessions_list_request(key, agent, query);
     let cursor_key = &integration_tests::CURSOR_KEY;
     parts(
         list_sessions::handle(

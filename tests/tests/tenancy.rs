@@ -1,11 +1,14 @@
 //! A second account against every endpoint, on DynamoDB Local: with its own key, bob never
 //! reads, changes or learns of anything of alice's. Alice's agent is set up with secrets and
-//! log lines; bob then tries every route and parameter, her cursor and her idempotency key.
+//! log lines; bob then tries the logs with every parameter and her cursor, a create with her
+//! names and idempotency key, and every other route (agents, sessions, secrets) on her names.
 
 use integration_tests::{TestStore, bearer, direct_create, ingest, log_data, parts, read_logs};
 use serde_json::{Value, json};
 use shared::agent::AgentStore;
+use shared::auth::ApiKey;
 use shared::secrets::SetType;
+use shared::session::SessionStore;
 use shared::store::dynamodb::DynamoStore;
 
 const SETTINGS: agent_logs::Settings = integration_tests::LOGS_SETTINGS;
@@ -35,7 +38,7 @@ async fn agent_item(store: &DynamoStore, namespace: &str, name: &str) -> Value {
 }
 
 #[tokio::test]
-async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
+async fn a_second_account_reaches_nothing_of_the_first_through_logs_create_or_its_key() {
     let store = TestStore::new().await;
     let (alice, alice_key) = store.account_with_key("alice").await;
     let (bob, bob_key) = store.account_with_key("bob").await;
@@ -235,4 +238,173 @@ async fn a_second_account_reaches_nothing_of_the_first_on_any_endpoint() {
         agent_item(&store.store, &alice.namespace, "support-bot").await,
         alice_before
     );
+}
+
+/// The status and body of bob's request on each route, alice's names in its path.
+async fn every_other_route(
+    store: &TestStore,
+    key: &ApiKey,
+    public: &ApiKey,
+    session: &str,
+) -> Vec<(&'static str, u16, Value)> {
+    use integration_tests::{call, secrets_request, session_request, sessions_list_request};
+    let s = &store.store;
+    let kms = shared::testing::data_keys::FakeKms::default();
+    let mut answers = Vec::new();
+    for (route, method, body) in [
+        ("GET agent", "GET", None),
+        (
+            "POST agent",
+            "POST",
+            Some(json!({"image": "ghcr.io/bob/a:1"})),
+        ),
+        ("DELETE agent", "DELETE", None),
+        ("GET agents", "GET", None),
+    ] {
+        let agent = if route == "GET agents" { "" } else { "voice" };
+        let (status, _, body) = call(store, key, method, agent, body.as_ref()).await;
+        answers.push((route, status, body));
+    }
+    let sessions = [
+        ("GET sessions", sessions_list_request(key, "voice", &[])),
+        ("GET session", session_request("GET", key, "voice", session)),
+        (
+            "DELETE session",
+            session_request("DELETE", key, "voice", session),
+        ),
+    ];
+    for (route, request) in sessions {
+        let response = match route {
+            "GET sessions" => {
+                list_sessions::handle(s, s, s, &integration_tests::CURSOR_KEY, request).await
+            }
+            "GET session" => get_session::handle(s, s, s, request).await,
+            _ => stop_session::handle(s, s, s, request).await,
+        };
+        let (status, body) = parts(response);
+        answers.push((route, status, body));
+    }
+    for (route, starter) in [("start (public key)", public), ("start (private key)", key)] {
+        let (status, body) =
+            parts(integration_tests::start_session(store, starter, "voice", None).await);
+        answers.push((route, status, body));
+    }
+    let region = shared::config::LOCAL_REGION;
+    let secrets = [
+        ("GET set", secrets_request("GET", key, &["alice-env"], None)),
+        ("GET sets", secrets_request("GET", key, &[], None)),
+        (
+            "DELETE key",
+            secrets_request("DELETE", key, &["alice-env", "API_KEY"], None),
+        ),
+        (
+            "DELETE set",
+            secrets_request("DELETE", key, &["alice-env"], None),
+        ),
+    ];
+    for (route, request) in secrets {
+        let response = match route {
+            "GET set" => get_secret_set::handle(s, s, region, request).await,
+            "GET sets" => {
+                list_secret_sets::handle(s, s, &integration_tests::CURSOR_KEY, region, request)
+                    .await
+            }
+            "DELETE key" => delete_secret::handle(s, s, request).await,
+            _ => delete_secret_set::handle(s, s, request).await,
+        };
+        let (status, body) = parts(response);
+        answers.push((route, status, body));
+    }
+    // A PUT of her set's name makes a set of bob's own.
+    let body = json!({"secretKey": "API_KEY", "secretValue": "bob's"});
+    let request = secrets_request("PUT", key, &["alice-env"], Some(&body));
+    let (status, body) = parts(put_secret_set::handle(s, &kms, s, region, request).await);
+    answers.push(("PUT set", status, body));
+    answers
+}
+
+#[tokio::test]
+async fn a_second_account_reaches_nothing_of_the_first_on_every_other_route() {
+    let (store, alice, alice_key, _) = integration_tests::acme_with_voice().await;
+    store
+        .make_sets(&alice.namespace, &[("alice-env", SetType::Secret)])
+        .await;
+    let (_, started) =
+        parts(integration_tests::start_session(&store, &alice_key, "voice", None).await);
+    let session = started["sessionId"].as_str().unwrap().to_owned();
+    let (_, _, alice_agent) =
+        integration_tests::call(&store, &alice_key, "GET", "voice", None).await;
+    let alice_items = store.namespace_items(&alice.namespace).await;
+    let alice_session = store
+        .store
+        .get_session(
+            &alice.namespace,
+            &store.service_of(&alice.namespace, "voice").await,
+            &session,
+        )
+        .await
+        .unwrap();
+    let (bob, bob_key) = store.account_with_key("bob").await;
+    let bob_public = store.public_key("bob").await;
+
+    let answers = every_other_route(&store, &bob_key, &bob_public, &session).await;
+    let not_found = |status: u16, body: &Value| status == 404 && body["code"] == "NOT_FOUND";
+    for (route, status, body) in &answers {
+        match *route {
+            "GET agents" | "GET sets" | "PUT set" => assert_eq!(*status, 200, "{route}: {body}"),
+            _ => assert!(not_found(*status, body), "{route}: {status} {body}"),
+        }
+        assert!(!body.to_string().contains(&session), "{route}: {body}");
+        if *route == "PUT set" {
+            // The set's name is bob's to echo: he named it.
+            let own = json!({"status": "OK", "name": "alice-env", "type": "secret", "region": "us-east-1"});
+            assert_eq!(body, &own);
+            continue;
+        }
+        assert_nothing_of_alice(body, &alice.namespace, &alice_agent);
+    }
+    let listed = |route: &str| {
+        answers
+            .iter()
+            .find(|(r, _, _)| *r == route)
+            .unwrap()
+            .2
+            .clone()
+    };
+    assert_eq!(
+        listed("GET agents")["services"],
+        json!([]),
+        "bob's list is his own"
+    );
+    assert_eq!(
+        listed("GET sets")["sets"],
+        json!([]),
+        "{}",
+        listed("GET sets")
+    );
+    assert_eq!(
+        answers.len(),
+        14,
+        "every route but the logs and a create: {answers:?}"
+    );
+
+    // Alice's agent, session, set and every item of her namespace are as they were; the set
+    // bob put is in his namespace.
+    let (_, _, after) = integration_tests::call(&store, &alice_key, "GET", "voice", None).await;
+    assert_eq!(after, alice_agent);
+    assert_eq!(store.namespace_items(&alice.namespace).await, alice_items);
+    let service = store.service_of(&alice.namespace, "voice").await;
+    let read = store
+        .store
+        .get_session(&alice.namespace, &service, &session)
+        .await
+        .unwrap();
+    assert_eq!(read, alice_session);
+    use shared::secrets::store::SecretStore;
+    let bobs = store
+        .store
+        .get_set(&bob.namespace, "alice-env")
+        .await
+        .unwrap();
+    assert!(bobs.is_some(), "bob's PUT made bob's set");
 }
