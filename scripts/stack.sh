@@ -1,7 +1,7 @@
 # A local stack, sourced by scripts/serve.sh (make run, make sam-local) and scripts/e2e.sh (the
 # end-to-end suites): DynamoDB Local with the tables, then the functions served one of two ways:
-#   watch  cargo lambda watch: the functions straight behind its router (no gateway; each
-#          function checks the key itself)
+#   watch  cargo lambda watch: the functions behind its router and the local gateway (no
+#          authorizer; each function checks the key itself)
 #   sam    the template as deployed, through sam local: start-api emulates the REST API with its
 #          Lambda authorizer, start-lambda serves Lambda's Invoke API for functions without a
 #          route (ingest-logs, deployment-status), each function in its container as
@@ -210,23 +210,45 @@ stack_data_plane() {
   STACK_LOGS+=("$log")
 }
 
-# stack_watch PORT: the functions behind cargo lambda watch's router on PORT.
+# stack_watch PORT: the functions behind cargo lambda watch's router, on a port of its own,
+# behind the local gateway on PORT (stack_gateway). cargo lambda watch runs up to
+# WATCH_CONCURRENCY (8) instances of a function, one request each, as Lambda scales a function
+# by instances: a start waiting on its report holds one instance, not the function. Its own
+# CORS answers are off: an OPTIONS reaches the function its route names, as deployed.
 stack_watch() {
-  local port=$1 log="$stack_root/.local/watch-$1.log"
+  local port=$1 watch_port log="$stack_root/.local/watch-$1.log"
   stack_build_functions "$(uname -m | sed 's/aarch64/arm64/')"
   mkdir -p "$stack_root/.local"
+  watch_port=$("$stack_root/scripts/local.sh" free-port)
   (cd "$stack_root" && exec "$stack_root/.local/venv/bin/cargo-lambda" lambda watch --quiet \
-    --target "$(stack_host_triple)" --invoke-address 127.0.0.1 --invoke-port "$port" \
+    --target "$(stack_host_triple)" --invoke-address 127.0.0.1 --invoke-port "$watch_port" \
+    --concurrency "${WATCH_CONCURRENCY:-8}" --disable-cors \
     ${STACK_WATCH_IGNORE_CHANGES:+--ignore-changes} \
     --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,CURSOR_SECRET_ID=$CURSOR_SECRET_ID,SECRETS_MANAGER_ENDPOINT=$SECRETS_MANAGER_ENDPOINT,KMS_ENDPOINT=$KMS_ENDPOINT,SECRETS_KEY_ID=$SECRETS_KEY_ID,SESSION_START_WAIT_SECONDS=$SESSION_START_WAIT_SECONDS,SESSION_SWEEP_AT_EVENT_TIME=true" \
     --env-var "AWS_REGION=$AWS_REGION,AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY,RUST_LOG=${RUST_LOG:-info}") \
     >"$log" 2>&1 &
   stack_pids+=("$!")
   STACK_LOGS+=("$log")
-  stack_wait_for "http://127.0.0.1:$port/" "cargo lambda watch" "$!" "$log"
-  export STACK_API_URL="http://127.0.0.1:$port/v1" STACK_LAMBDA_URL="http://127.0.0.1:$port"
+  stack_wait_for "http://127.0.0.1:$watch_port/" "cargo lambda watch" "$!" "$log"
+  stack_gateway "$port" "http://127.0.0.1:$watch_port"
+  # Lambda's Invoke API is cargo lambda watch's own, as on AWS it is not the API's.
+  export STACK_API_URL="http://127.0.0.1:$port/v1" STACK_LAMBDA_URL="http://127.0.0.1:$watch_port"
   export STACK_INGEST_FUNCTION=ingest-logs STACK_SWEEPER_FUNCTION=session-sweeper STACK_GATEWAY=none
   stack_data_plane binary
+}
+
+# stack_gateway PORT UPSTREAM: the local gateway (devplane/src/gateway/) on PORT in front of
+# cargo lambda watch at UPSTREAM: what the deployed REST API answers by itself (an unrouted
+# path, a body over 10 MB) in the template's gateway responses, and a request with a byte that
+# is not UTF-8 handed on as API Gateway hands it to a function.
+stack_gateway() {
+  local port=$1 upstream=$2 log="$stack_root/.local/gateway-$1.log"
+  "$stack_root/scripts/admin.sh" --build-only
+  (cd "$stack_root" && exec "$stack_root/target/debug/dev-gateway" \
+    --listen "127.0.0.1:$port" --upstream "$upstream") >"$log" 2>&1 &
+  stack_pids+=("$!")
+  STACK_LOGS+=("$log")
+  stack_wait_for "http://127.0.0.1:$port/" "the local gateway" "$!" "$log"
 }
 
 # The architecture sam local runs the functions as: the host's by default (SAM_LOCAL_ARCH=arm64

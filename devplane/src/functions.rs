@@ -22,7 +22,7 @@ pub struct Schedule {
     pub every: Duration,
 }
 
-fn functions(text: &str) -> Result<Vec<(Function, serde_yaml::Value)>, RuleError> {
+pub(crate) fn functions(text: &str) -> Result<Vec<(Function, serde_yaml::Value)>, RuleError> {
     Ok(resources(text)?
         .iter()
         .filter(|(_, resource)| resource["Type"].as_str() == Some("AWS::Serverless::Function"))

@@ -12,6 +12,9 @@ mod secrets;
 mod walkthrough;
 
 use integration_tests::bounded::{self, Bound, Try};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use integration_tests::stack::{Answer, Denial, Stack, bearer};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -775,4 +778,327 @@ async fn a_deploy_tools_flow_through_the_stack_and_its_data_plane() {
     );
     assert_eq!(stack.get(&key, "voice-bot").await.status, 404);
     assert_eq!(stack.logs(&key, "voice-bot", &[]).await.status, 404);
+}
+
+/// Whether the stack's API is the local gateway in front of cargo lambda watch (`make run`):
+/// the suites below check what it answers by itself. sam local start-api answers these requests
+/// with its own emulation, not the deployed gateway's responses (docs/testing.md).
+fn local_gateway(stack: &Stack, test: &str) -> bool {
+    let local = stack.gateway == integration_tests::stack::Gateway::None;
+    if !local {
+        eprintln!("{test}: checked through the local gateway only (cargo lambda watch)");
+    }
+    local
+}
+
+/// A request the suite's client sends as given: any path under the stack's root, any bytes.
+async fn raw(
+    stack: &Stack,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &[u8])],
+    body: &'static [u8],
+) -> Answer {
+    let root = stack.api.trim_end_matches("/v1");
+    let mut request = reqwest::Client::new().request(method, format!("{root}{path}"));
+    for (name, value) in headers {
+        request = request.header(
+            *name,
+            reqwest::header::HeaderValue::from_bytes(value).unwrap(),
+        );
+    }
+    let response = request.body(body).send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers: Vec<(String, String)> = response
+        .headers()
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.as_str().to_owned(), value)
+        })
+        .collect();
+    let bytes = response.bytes().await.unwrap();
+    let body = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+        panic!(
+            "{path}: the {status} body is not JSON ({e}): {}",
+            String::from_utf8_lossy(&bytes)
+        )
+    });
+    Answer {
+        status,
+        www_authenticate: headers
+            .iter()
+            .find(|(name, _)| name == "www-authenticate")
+            .map(|(_, value)| value.clone()),
+        body,
+        headers,
+    }
+}
+
+/// The contract's error shape (section 1): an `error` sentence and a `code`, as JSON.
+fn assert_contract_error(what: &str, answer: &Answer, status: u16, code: &str) {
+    assert_eq!(
+        (answer.status, &answer.body["code"]),
+        (status, &json!(code)),
+        "{what}: {:?}",
+        answer.body
+    );
+    assert!(
+        answer.body["error"].is_string(),
+        "{what}: {:?}",
+        answer.body
+    );
+    assert_eq!(
+        answer.header("content-type"),
+        Some("application/json"),
+        "{what}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack"]
+async fn a_path_no_route_has_is_the_contracts_404_on_every_method() {
+    let stack = stack();
+    if !local_gateway(&stack, "unrouted paths") {
+        return;
+    }
+    let (_, key) = stack.account("unrouted").await;
+    let authorization = bearer(&key);
+    let auth: &[(&str, &[u8])] = &[("authorization", authorization.as_bytes())];
+    for path in [
+        "/v1/agents/",
+        "//v1/agents",
+        "/v1//agents",
+        "/v1/agents//logs",
+        "/v1/agents/voice-bot/",
+        "/v1",
+        "/",
+        "/agents",
+        "/2015-03-31/functions/create-agent/invocations",
+    ] {
+        for method in [Method::GET, Method::POST, Method::OPTIONS] {
+            let answer = raw(&stack, method.clone(), path, auth, b"{}").await;
+            assert_contract_error(&format!("{method} {path}"), &answer, 404, "NOT_FOUND");
+        }
+    }
+}
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack"]
+async fn an_options_request_is_answered_by_its_routes_function_and_grants_no_origin() {
+    let stack = stack();
+    if !local_gateway(&stack, "OPTIONS") {
+        return;
+    }
+    let (_, key) = stack.account("preflight").await;
+    let authorization = bearer(&key);
+    let preflight: [(&str, &[u8]); 3] = [
+        ("origin", b"https://attacker.example"),
+        ("access-control-request-method", b"POST"),
+        ("access-control-request-headers", b"authorization"),
+    ];
+    let with_key = [
+        preflight.as_slice(),
+        &[("authorization", authorization.as_bytes())],
+    ]
+    .concat();
+    for path in ["/v1/agents", "/v1/agents/voice-bot", "/v1/secrets"] {
+        let anonymous = raw(&stack, Method::OPTIONS, path, &preflight, b"").await;
+        assert_eq!(
+            anonymous.denial_parts(),
+            Answer::contract_denial().denial_parts(),
+            "OPTIONS {path} without a key"
+        );
+        let keyed = raw(&stack, Method::OPTIONS, path, &with_key, b"").await;
+        assert_contract_error(
+            &format!("OPTIONS {path}"),
+            &keyed,
+            405,
+            "METHOD_NOT_ALLOWED",
+        );
+        for answer in [&anonymous, &keyed] {
+            let granted: Vec<_> = answer
+                .headers
+                .iter()
+                .filter(|(name, _)| name.starts_with("access-control-"))
+                .collect();
+            assert!(granted.is_empty(), "OPTIONS {path}: {granted:?}");
+        }
+    }
+}
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack"]
+async fn a_byte_that_is_not_utf8_in_a_body_or_a_header_gets_the_functions_contract_answer() {
+    let stack = stack();
+    if !local_gateway(&stack, "bytes that are not UTF-8") {
+        return;
+    }
+    let (_, key) = stack.account("not-utf8").await;
+    let authorization = bearer(&key);
+    let auth = ("authorization", authorization.as_bytes());
+    let json_type = ("content-type", b"application/json".as_slice());
+    let body = b"{\"serviceName\": \"raw-bot\", \"image\": \"ghcr.io/acme/\xff\xfeagent:1.0\"}";
+
+    let typed = raw(&stack, Method::POST, "/v1/agents", &[auth, json_type], body).await;
+    assert_contract_error("a JSON body", &typed, 400, "GENERIC_BAD_REQUEST");
+    let untyped = raw(&stack, Method::POST, "/v1/agents", &[auth], body).await;
+    assert_contract_error(
+        "a body without a type",
+        &untyped,
+        400,
+        "GENERIC_BAD_REQUEST",
+    );
+    let text = ("content-type", b"text/plain".as_slice());
+    let plain = raw(&stack, Method::POST, "/v1/agents", &[auth, text], body).await;
+    assert_contract_error("a text body", &plain, 415, "UNSUPPORTED_MEDIA_TYPE");
+    let anonymous = raw(&stack, Method::POST, "/v1/agents", &[json_type], body).await;
+    assert_eq!(
+        anonymous.denial_parts(),
+        Answer::contract_denial().denial_parts(),
+        "the key is checked first"
+    );
+    assert_eq!(
+        stack.get(&key, "raw-bot").await.status,
+        404,
+        "nothing written"
+    );
+
+    let mut bad_key = b"Bearer ".to_vec();
+    bad_key.extend_from_slice(b"\xff\xfe");
+    let bad_key: &'static [u8] = bad_key.leak();
+    let denied = raw(
+        &stack,
+        Method::GET,
+        "/v1/agents",
+        &[("authorization", bad_key)],
+        b"",
+    )
+    .await;
+    assert_eq!(
+        denied.denial_parts(),
+        Answer::contract_denial().denial_parts(),
+        "a key that is not UTF-8"
+    );
+    let idempotency = ("idempotency-key", b"retry-\xff".as_slice());
+    let valid = b"{\"serviceName\": \"raw-bot\", \"image\": \"ghcr.io/acme/agent:1.0\"}";
+    let keyed = raw(
+        &stack,
+        Method::POST,
+        "/v1/agents",
+        &[auth, json_type, idempotency],
+        valid,
+    )
+    .await;
+    assert_contract_error("an Idempotency-Key", &keyed, 400, "GENERIC_BAD_REQUEST");
+    assert_eq!(keyed.body["field"], "Idempotency-Key");
+    let noted = ("x-note", b"caf\xe9".as_slice());
+    let listed = raw(&stack, Method::GET, "/v1/agents", &[auth, noted], b"").await;
+    assert_eq!(
+        (listed.status, listed.body),
+        (200, json!({"services": []})),
+        "a header no function reads"
+    );
+}
+
+/// A start of an agent whose simulated start outlasts the start's wait: it answers `starting`
+/// after the whole wait, holding what serves it until then.
+async fn slow_start(stack: &Stack, key: &ApiKey, agent: &str) -> Answer {
+    stack
+        .call(
+            Method::POST,
+            &format!("/public/{agent}/start"),
+            Some(&bearer(key)),
+            |request| request.json(&json!({"body": {"simulatedStartSeconds": 600}})),
+        )
+        .await
+}
+
+/// `count` slow starts sent at once; `answered` counts those answered.
+fn slow_starts(
+    stack: &Arc<Stack>,
+    key: &ApiKey,
+    count: usize,
+    answered: &Arc<AtomicUsize>,
+) -> tokio::task::JoinSet<Answer> {
+    let mut starts = tokio::task::JoinSet::new();
+    for _ in 0..count {
+        let (stack, key, answered) = (stack.clone(), key.clone(), answered.clone());
+        starts.spawn(async move {
+            let answer = slow_start(&stack, &key, "slow-bot").await;
+            answered.fetch_add(1, Ordering::SeqCst);
+            answer
+        });
+    }
+    starts
+}
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack"]
+async fn session_starts_waiting_on_their_reports_are_in_flight_together() {
+    const AT_ONCE: usize = 4;
+    let stack = Arc::new(stack());
+    if !local_gateway(&stack, "concurrent starts") {
+        return;
+    }
+    let (_, key) = stack.account("concurrent").await;
+    let created = stack.create(&key, &agent_body("slow-bot")).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    poll(&stack, &key, "slow-bot", |agent| agent["ready"] == true).await;
+    let recorded = || async {
+        let listed = stack
+            .call(
+                Method::GET,
+                "/agents/slow-bot/sessions",
+                Some(&bearer(&key)),
+                |r| r,
+            )
+            .await;
+        assert_eq!(listed.status, 200, "{:?}", listed.body);
+        listed.body["total"]["value"].as_u64().unwrap() as usize
+    };
+    // The list and the first starts bring their functions' instances up (cargo lambda watch
+    // starts one for each request waiting, up to WATCH_CONCURRENCY), so that what follows
+    // waits on no instance's start.
+    assert_eq!(recorded().await, 0);
+    let warming = slow_starts(&stack, &key, AT_ONCE, &Arc::default())
+        .join_all()
+        .await;
+    for answer in warming {
+        assert_eq!(
+            (answer.status, &answer.body["status"]),
+            (200, &json!("starting")),
+            "{:?}",
+            answer.body
+        );
+    }
+    // Every new start is recorded before any of them answers: they wait together. One at a
+    // time, the second is recorded only once the first has answered.
+    let answered = Arc::new(AtomicUsize::new(0));
+    let starts = slow_starts(&stack, &key, AT_ONCE, &answered);
+    let mut all_recorded = false;
+    for _ in 0..100 {
+        let recorded = recorded().await;
+        let done = answered.load(Ordering::SeqCst);
+        assert_eq!(
+            done,
+            0,
+            "a start answered with {} of the {AT_ONCE} recorded: one start at a time",
+            recorded.saturating_sub(AT_ONCE)
+        );
+        if recorded == 2 * AT_ONCE {
+            all_recorded = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        all_recorded,
+        "{AT_ONCE} starts were not all recorded in 10 s"
+    );
+    let answers = starts.join_all().await;
+    assert!(
+        answers.iter().all(|answer| answer.status == 200),
+        "{answers:?}"
+    );
 }
