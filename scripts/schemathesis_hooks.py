@@ -21,7 +21,10 @@ name and `region` the stack's; an image pull secret's value must be the base64 o
 and its host's port at most 65535; a value is at most 32,768 bytes (OpenAPI counts characters);
 each key comes once. And what earlier requests of the run left in a set is state the generator
 cannot see: a set of the other type (409), a set full at 100 keys or 64 KiB, an account full at
-200 sets (400s). Each is dropped only for the contract's answer naming it.
+200 sets (400s). Each is dropped only when the stack, asked after the answer (`GET
+/v1/secrets/{name}`, `GET /v1/secrets`), holds that state and the answer is the contract's naming
+it: the set's type, its keys, the account's sets. Values are write-only, so a set's bytes are
+counted from the values the run itself wrote; a key the run did not write keeps the failure.
 
 An agent's `secretSet` and `imagePullSecretSet` must name a set of that type in the account
 (contract section 10), which the generator cannot know: a 400 naming one of them is dropped only
@@ -226,6 +229,7 @@ def after_call(context, case, response) -> None:
     key = _idempotency_key(case)
     if key is not None and response.status_code == 201 and key not in _first_body_of_key:
         _first_body_of_key[key] = _canonical(case.body)
+    _note_set_write(case, response)
 
 
 def _header(case, wanted: str):
@@ -264,29 +268,124 @@ def _is_reused_idempotency_key(failure, case, response) -> bool:
 
 # What a secret set PUT can meet in the sets earlier requests of the run made: the set's other
 # type (409), a set full at 100 keys or 64 KiB of values, an account full at 200 sets (400s).
-_SET_STATE_ANSWERS = (
-    (409, "CONFLICT", "a set cannot change type"),
-    (400, "GENERIC_BAD_REQUEST", "A set holds at most"),
-    (400, "GENERIC_BAD_REQUEST", "A set's values take at most"),
-    (400, "GENERIC_BAD_REQUEST", "An account holds at most"),
-)
+MAX_KEYS_PER_SET = 100
+MAX_SET_VALUE_BYTES = 64 * 1024
+MAX_SETS_PER_ACCOUNT = 200
+MAX_LIST_PAGES = 10  # 200 sets are 2 pages of 100: a list that goes on is not the stack's
+
+# Set name → key → the bytes of the value the run last set it to (a 200 to the PUT): a value is
+# write-only, so its size is known only to whoever wrote it.
+_value_bytes: dict[str, dict[str, int]] = {}
+
+
+def _sent_keys(body) -> dict[str, int]:
+    """The keys a secret set PUT sets, each with its value's bytes."""
+    if body.get("isImagePullSecret") is True:
+        return {}
+    if isinstance(body.get("secrets"), list):
+        entries = [entry for entry in body["secrets"] if isinstance(entry, dict)]
+    else:
+        entries = [body]
+    return {
+        entry["secretKey"]: len(entry["secretValue"].encode("utf-8"))
+        for entry in entries
+        if isinstance(entry.get("secretKey"), str) and isinstance(entry.get("secretValue"), str)
+    }
+
+
+def _note_set_write(case, response) -> None:
+    """Remembers the value sizes a PUT that got a 200 wrote (an image pull secret has no keys)."""
+    if case.operation.method.upper() != "PUT" or not case.operation.path.startswith("/secrets/"):
+        return
+    if response.status_code != 200 or not isinstance(case.body, dict):
+        return
+    name = (case.path_parameters or {}).get("setName")
+    if case.body.get("isImagePullSecret") is True:
+        _value_bytes.pop(name, None)
+    else:
+        _value_bytes.setdefault(name, {}).update(_sent_keys(case.body))
+
+
+def _stack_get(path: str):
+    """The stack's JSON answer to GET `path` with the run's key, None for a 404."""
+    base, key = os.environ.get("SCHEMATHESIS_API_URL"), os.environ.get("SCHEMATHESIS_API_KEY")
+    if not base or not key:
+        raise RuntimeError("SCHEMATHESIS_API_URL and SCHEMATHESIS_API_KEY name the stack to ask")
+    request = urllib.request.Request(f"{base}{path}", headers={"Authorization": f"Bearer {key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise
+
+
+def _stack_set(name: str):
+    """The account's set `name` as the stack answers it, None when it has none."""
+    return _stack_get(f"/secrets/{urllib.parse.quote(name, safe='')}")
+
+
+def _stack_set_names() -> set[str]:
+    """The names of every set of the account, read to the last page (a bounded walk)."""
+    names, cursor = set(), None
+    for _ in range(MAX_LIST_PAGES):
+        query = urllib.parse.urlencode({"limit": 100, **({"cursor": cursor} if cursor else {})})
+        page = _stack_get(f"/secrets?{query}")
+        names |= {entry["name"] for entry in page["sets"]}
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return names
+    raise RuntimeError(f"GET /v1/secrets still has a next page after {MAX_LIST_PAGES}")
+
+
+def _state_refusal(name: str, body: dict):
+    """What the stack's state, as it answers now, refuses this PUT of set `name` with, as
+    (status, the member a 400 names): a set of the other type (409); a set whose keys or value
+    bytes, with this PUT's, pass 100 or 64 KiB (400 naming the body's form, `secrets` or
+    `secretKey`); an account at 200 sets without this one (400 naming `setName`). None when the
+    state refuses nothing."""
+    held = _stack_set(name)
+    wanted = "imagePullSecret" if body.get("isImagePullSecret") is True else "secret"
+    if held is None:
+        full = len(_stack_set_names()) >= MAX_SETS_PER_ACCOUNT
+        return (400, "setName") if full else None
+    if held.get("type") != wanted:
+        return (409, None)
+    if wanted != "secret":
+        return None
+    member = "secrets" if "secrets" in body else "secretKey"
+    sent = _sent_keys(body)
+    keys = {entry["fieldName"] for entry in held.get("secrets", [])} | set(sent)
+    if len(keys) > MAX_KEYS_PER_SET:
+        return (400, member)
+    written = _value_bytes.get(name, {})
+    if any(key not in written and key not in sent for key in keys):
+        return None  # a value the run did not write: its size is not known here
+    total = sum(sent.get(key, written.get(key, 0)) for key in keys)
+    return (400, member) if total > MAX_SET_VALUE_BYTES else None
 
 
 def _is_secret_set_state(failure, case, response) -> bool:
+    """A 409 CONFLICT or a 400 of a secret set PUT that the stack's state explains, asked of the
+    stack after the answer (the run sends one request at a time), not read from the message."""
     if failure.code != "ST202" or case.operation.method.upper() != "PUT":
         return False
-    if not case.operation.path.startswith("/secrets/"):
+    if not case.operation.path.startswith("/secrets/") or not isinstance(case.body, dict):
         return False
     try:
         body = json.loads(response.content)
     except ValueError:
         return False
-    if not isinstance(body, dict):
+    expected = {409: "CONFLICT", 400: "GENERIC_BAD_REQUEST"}.get(response.status_code)
+    if not isinstance(body, dict) or expected is None or body.get("code") != expected:
         return False
-    return any(
-        response.status_code == status and body.get("code") == code and text in body.get("error", "")
-        for status, code, text in _SET_STATE_ANSWERS
-    )
+    name = (case.path_parameters or {}).get("setName")
+    if not isinstance(name, str):
+        return False
+    refusal = _state_refusal(name, case.body)
+    named = body.get("field") if response.status_code == 400 else None
+    return refusal == (response.status_code, named)
 
 
 _SET_MEMBERS = {"secretSet": "secret", "imagePullSecretSet": "imagePullSecret"}
@@ -294,20 +393,8 @@ _SET_MEMBERS = {"secretSet": "secret", "imagePullSecretSet": "imagePullSecret"}
 
 def _stack_set_type(name: str):
     """The type of the account's set `name` as the stack answers it, None when it has none."""
-    base, key = os.environ.get("SCHEMATHESIS_API_URL"), os.environ.get("SCHEMATHESIS_API_KEY")
-    if not base or not key:
-        return None
-    request = urllib.request.Request(
-        f"{base}/secrets/{urllib.parse.quote(name, safe='')}",
-        headers={"Authorization": f"Bearer {key}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return json.loads(answer.read()).get("type")
-    except urllib.error.HTTPError as error:
-        if error.code == 404:
-            return None
-        raise
+    held = _stack_set(name)
+    return None if held is None else held.get("type")
 
 
 def _is_set_not_held(failure, case, response) -> bool:
