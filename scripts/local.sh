@@ -8,7 +8,7 @@
 #   scripts/local.sh dynamodb-start PORT [DATA_DIR]
 #                                          start DynamoDB Local (in memory without DATA_DIR),
 #                                          wait until it answers, print its PID
-#   scripts/local.sh dynamodb-stop PID     stop it
+#   scripts/local.sh dynamodb-stop PID     stop it, and wait until it has
 #   scripts/local.sh moto-start PORT [HOST] start moto's server (AWS APIs without an official
 #                                          emulator: SQS, KMS) on HOST (127.0.0.1), wait until it
 #                                          answers, print its PID
@@ -286,10 +286,17 @@ dynamodb_start() {
     -d '{}'
 }
 
+# Waits (up to 10 s) until it has shut down: it is not this script's child, so `wait` cannot,
+# and a stack in a PID namespace ends (killing what is left) right after stopping it.
 dynamodb_stop() {
   local pid=$1
   kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  log "DynamoDB Local (pid $pid) did not stop within 10 s of SIGTERM; killing it"
+  kill -KILL "$pid" 2>/dev/null || true
 }
 
 case "${1:-}" in

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make run (watch) and make sam-local (sam): DynamoDB Local with its data under .local/, the
-# tables, the dev account and a new key, then the API (scripts/stack.sh says how each serves it),
-# a demo agent and a few log lines sent through the ingest function. Ctrl-C stops all of it.
+# make run (watch) and make sam-local (sam): DynamoDB Local with its data in .local/run-PORT/,
+# the tables, the dev account and a new key, then the API (scripts/stack.sh says how each serves
+# it), a demo agent and a few log lines sent through the ingest function. Ctrl-C stops all of it;
+# nothing it starts outlives it (stack_contain). A second stack on the same PORT refuses.
 #
 #   scripts/serve.sh watch|sam PORT DYNAMODB_PORT
 set -euo pipefail
@@ -10,11 +11,23 @@ mode=${1:?usage: serve.sh watch|sam PORT DYNAMODB_PORT}
 api_port=${2:-9000}
 dynamodb_port=${3:-8000}
 source scripts/stack.sh
+stack_contain "$mode" "$PWD/scripts/serve.sh" "$@"
 
-stack_store "$dynamodb_port" .local/dynamodb-data
+target="make run"
+[ "$mode" = sam ] && target="make sam-local"
+data=.local/run-$api_port
+stack_claim "$data" "$api_port" "$target"
+# The default PORT's stack keeps the data of a checkout from before each PORT had its own.
+if [ "$api_port" = 9000 ] && [ ! -e "$data/dynamodb-data" ] && [ -d .local/dynamodb-data ]; then
+  mv .local/dynamodb-data "$data/dynamodb-data"
+  [ ! -e .local/dev-data-plane.checkpoint.json ] || mv .local/dev-data-plane.checkpoint.json "$data/"
+  echo "moved .local/dynamodb-data (and the data plane's checkpoint) into $data"
+fi
+stack_store "$dynamodb_port" "$data/dynamodb-data"
 # The data plane's place in that store's stream, kept beside it: a restart resumes there.
-export STACK_CHECKPOINT=.local/dev-data-plane.checkpoint.json
-echo "DynamoDB Local on $DYNAMODB_ENDPOINT, data in .local/dynamodb-data"
+export STACK_CHECKPOINT=$data/dev-data-plane.checkpoint.json
+export STACK_SAM_ENV_FILE=$data/sam-env.json
+echo "DynamoDB Local on $DYNAMODB_ENDPOINT, data in $data/dynamodb-data"
 # The dev account's namespace is fixed, so the events/ fixtures name its agents.
 key=$(stack_key dev dev-local)
 
@@ -34,17 +47,17 @@ echo "demo-agent: $status (201 created, 409 already there)"
 # Lines belong to a deployment the agent ran: its active one.
 if deployment=$(curl -sf "$STACK_API_URL/agents/demo-agent" -H "Authorization: Bearer $key" \
     | python3 -c 'import json, sys; print(json.load(sys.stdin)["activeDeploymentId"])' 2>/dev/null); then
-  scripts/demo-logs-event.py dev-local demo-agent "$deployment/demo-session" >.local/demo-logs-event.json
-  stack_invoke "$STACK_INGEST_FUNCTION" .local/demo-logs-event.json >/dev/null && echo "demo log lines ingested"
+  scripts/demo-logs-event.py dev-local demo-agent "$deployment/demo-session" >"$data/demo-logs-event.json"
+  stack_invoke "$STACK_INGEST_FUNCTION" "$data/demo-logs-event.json" >/dev/null && echo "demo log lines ingested"
 else
   # The items of the first slice's store (before agents had versions and deployments) are read
   # once migrated (docs/operations.md, Upgrading).
   cat >&2 <<WARN
-demo-agent cannot be read: .local/dynamodb-data holds agents written by the first slice's store.
+demo-agent cannot be read: $data/dynamodb-data holds agents written by the first slice's store.
 Migrate them (idempotent) while this runs, in another terminal:
   AGENTS_TABLE=$AGENTS_TABLE LOGS_TABLE=$LOGS_TABLE DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT \\
     scripts/admin.sh migrate-first-slice
-or start from empty data: stop it and run  mv .local/dynamodb-data .local/dynamodb-data.old && make run
+or start from empty data: stop it and run  mv $data $data.old && $target PORT=$api_port
 WARN
 fi
 

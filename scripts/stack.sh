@@ -7,7 +7,8 @@
 #          route (ingest-logs, deployment-status), each function in its container as
 #          template.yaml declares it
 # Either way the development data plane (stack_data_plane) runs beside them.
-# Whatever these functions start is stopped when the sourcing script exits (Ctrl-C included).
+# Whatever these functions start is stopped when the sourcing script exits (Ctrl-C included),
+# and, once the script called stack_contain, dies with it however it ends (SIGKILL included).
 #
 # After stack_watch or stack_sam, a stack is described by:
 #   STACK_API_URL          base address of the API, with /v1
@@ -83,6 +84,56 @@ stack_stop() {
 }
 trap stack_stop EXIT
 trap 'exit 130' INT TERM
+
+# stack_contain MODE SCRIPT ARGS...: runs SCRIPT ARGS in place of this script as the first process
+# (PID 1) of a PID namespace of its own, so that nothing the stack starts outlives it: when that
+# process ends, however it ends, the kernel kills every process left in the namespace, and
+# unshare --kill-child ends it when unshare itself is killed. Signals still reach the script's
+# traps (PID 1 receives those it handles; unshare blocks SIGINT and SIGTERM while it waits), so
+# Ctrl-C stops the stack as before. A PID namespace needs root, or else a user namespace of one's
+# own (unprivileged user namespaces); where neither is permitted the stack runs without one, said
+# on stderr. What must outlive the stack (the Docker engine) or may need sudo (apt installs) is
+# set up first, outside it. Returns in the script run again inside (or when there is none).
+stack_contain() {
+  local mode=$1 how
+  shift
+  [ $$ = 1 ] && return 0
+  "$stack_root/scripts/local.sh" tools
+  if [ "$mode" = sam ]; then
+    local arch
+    arch=$(stack_sam_arch)
+    "$stack_root/scripts/local.sh" lambda-image "$arch"
+    [ "$arch" = "$(uname -m | sed 's/aarch64/arm64/')" ] || "$stack_root/scripts/local.sh" arm64-toolchain
+  fi
+  for how in "" "--user --map-current-user"; do
+    # shellcheck disable=SC2086 # no option, or two
+    if unshare $how --pid --fork --kill-child true 2>/dev/null; then
+      exec unshare $how --pid --fork --kill-child "$@"
+    fi
+  done
+  echo "warning: no PID namespace for this stack (unshare --pid is not permitted here, nor in a user" >&2
+  echo "namespace): if it is killed hard (SIGKILL, a closed terminal), what it started keeps running." >&2
+}
+
+# stack_claim DIR PORT TARGET: DIR (a stack's data: DynamoDB Local's files, the data plane's
+# checkpoint) for this stack alone while it runs, through a lock on DIR/lock that the kernel
+# releases when the last process holding it ends; a stack finding it held refuses, saying which
+# one holds it (TARGET: what started this one, `make run` or `make sam-local`).
+stack_claim() {
+  local dir=$1 port=$2 target=$3 lock pid _
+  mkdir -p "$dir"
+  exec {lock}>>"$dir/lock"
+  if ! flock -n "$lock"; then
+    echo "$target: $dir (DynamoDB Local's data and the data plane's checkpoint) is in use by" \
+      "$(cat "$dir/lock")." "Stop that one (Ctrl-C in its terminal), or give this one another PORT:" \
+      "each PORT keeps its data in .local/run-PORT." >&2
+    exit 1
+  fi
+  # This shell's PID as the machine sees it (1 in its namespace): /proc/self read by the shell
+  # itself, with no process in between.
+  read -r pid _ </proc/self/stat
+  echo "the stack on port $port (pid $pid), started by $target" >"$dir/lock"
+}
 
 stack_admin() {
   "$stack_root/scripts/admin.sh" "$@"
@@ -298,13 +349,18 @@ stack_build_env() {
 
 # stack_build_functions ARCH: every function of template.yaml in one cargo invocation, debug
 # profile: the units cargo lambda watch runs, and the ones sam build copies. Built before a
-# server starts, so that no request waits for a compilation.
+# server starts, so that no request waits for a compilation. One build at a time in a checkout
+# (two stacks starting together): cargo waits for cargo, but cargo lambda then moves each binary
+# into target/lambda/, and a second build finds it gone.
 # (A subshell: the build's variables stay out of the caller's later cargo commands.)
 stack_build_functions() (
-  local arch=$1 binaries cargo_args=()
+  local arch=$1 binaries cargo_args=() lock
   stack_build_env "$arch"
   [ "$arch" = x86_64 ] || cargo_args+=(--arm64)
   binaries=$(awk '/^ *Binary:/ {print "--bin=" $2}' "$stack_root/template.yaml")
+  mkdir -p "$stack_root/.local"
+  exec {lock}>"$stack_root/.local/functions-build.lock"
+  flock "$lock"
   # shellcheck disable=SC2086 # one --bin=NAME per word
   cd "$stack_root" && cargo lambda build --quiet "${cargo_args[@]}" $binaries
 )

@@ -1,0 +1,322 @@
+//! `make run` as a developer runs it all day, in several terminals of one checkout: two at once
+//! (a `PORT` each) both answer, each on data of its own; one more on a `PORT` in use refuses,
+//! saying which stack holds it; one killed hard (SIGKILL of its process group, what a closed
+//! terminal or the OOM killer does) leaves no process; Ctrl-C stops the other within 10 s,
+//! leaving none either.
+//!
+//! Processes are followed by tree, not by name: this test adopts the orphans of everything the
+//! stacks start, so a server that leaves its parent stays in the tree it is looked for in.
+//!
+//! The Makefile's e2e target runs it once the functions are built; alone:
+//! `cargo test --workspace --test local_stack -- --ignored --show-output`.
+
+mod process_tree;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use process_tree::Process;
+use serde_json::{Value, json};
+
+/// A `make run` answers within this (a first run on a cold checkout builds every function).
+const START: Duration = Duration::from_secs(15 * 60);
+/// One more on a port in use refuses before it starts anything.
+const REFUSAL: Duration = Duration::from_secs(60);
+/// Ctrl-C stops a stack within this (the bound).
+const INTERRUPT: Duration = Duration::from_secs(10);
+/// SIGKILL of a process group: what the kernel then ends is gone within this.
+const HARD_KILL: Duration = Duration::from_secs(10);
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// One `make run PORT=... DYNAMODB_PORT=...` in a process group of its own, as a terminal
+/// starts it, its output in a file.
+struct Run {
+    child: Child,
+    port: u16,
+    output: PathBuf,
+}
+
+impl Run {
+    fn start(port: u16) -> Self {
+        let output =
+            std::env::temp_dir().join(format!("local-stack-make-run-{port}-{}.log", free_port()));
+        let log = std::fs::File::create(&output).unwrap();
+        let child = std::os::unix::process::CommandExt::process_group(
+            Command::new("make")
+                .current_dir(workspace())
+                .args(["--no-print-directory", "run"])
+                .arg(format!("PORT={port}"))
+                .arg(format!("DYNAMODB_PORT={}", free_port()))
+                // A make of its own, not a sub-make of `make test`'s.
+                .env_remove("MAKEFLAGS")
+                .env_remove("MAKELEVEL")
+                .env_remove("MFLAGS")
+                .stdin(Stdio::null())
+                .stdout(Stdio::from(log.try_clone().unwrap()))
+                .stderr(Stdio::from(log)),
+            0,
+        )
+        .spawn()
+        .expect("make runs");
+        Run {
+            child,
+            port,
+            output,
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    fn printed(&self) -> String {
+        std::fs::read_to_string(&self.output).unwrap_or_default()
+    }
+
+    fn api(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// The dev key it prints once it serves; fails if it stops first or takes past [`START`].
+    fn key(&mut self) -> String {
+        let deadline = Instant::now() + START;
+        loop {
+            if let Some(key) = self
+                .printed()
+                .lines()
+                .find_map(|line| line.trim().strip_prefix("Dev API key: ").map(str::to_owned))
+            {
+                return key;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "make run PORT={} stopped ({status}) before serving:\n{}",
+                    self.port,
+                    self.printed()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "make run PORT={} printed no key within {START:?}:\n{}",
+                self.port,
+                self.printed()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// Its exit status, if it ends within `within`.
+    fn exit_within(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Whatever a failing run leaves: every process this test started, and the stacks' data.
+struct Cleanup {
+    data: Vec<PathBuf>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        process_tree::kill_descendants();
+        for dir in &self.data {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+async fn call(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    key: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = http
+        .request(method, url)
+        .header("authorization", format!("Bearer {key}"));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let answer = request.send().await.expect("the stack answers");
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap_or(Value::Null))
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["services"]
+        .as_array()
+        .unwrap_or(&Vec::new())
+        .iter()
+        .filter_map(|agent| agent["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The stack's whole tree now; a stack that serves runs more than make and its shell.
+fn serving_tree(run: &Run) -> Vec<Process> {
+    let tree = process_tree::tree(run.pid());
+    assert!(
+        tree.len() > 5,
+        "make run PORT={} serves with {} processes only",
+        run.port,
+        tree.len()
+    );
+    tree
+}
+
+fn describe(processes: &[Process]) -> String {
+    processes
+        .iter()
+        .map(|process| format!("\n  {}", process.describe()))
+        .collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+#[ignore = "starts two make run stacks: run by the Makefile's e2e target"]
+async fn two_make_runs_in_one_checkout_keep_their_own_data_and_leave_nothing_when_stopped() {
+    process_tree::adopt_orphans();
+    let (port_a, port_b) = (free_port(), free_port());
+    let _cleanup = Cleanup {
+        data: [port_a, port_b]
+            .map(|port| workspace().join(format!(".local/run-{port}")))
+            .to_vec(),
+    };
+    let mut broken = Vec::new();
+    let started = Instant::now();
+    let (mut a, mut b) = (Run::start(port_a), Run::start(port_b));
+    let (key_a, key_b) = (a.key(), b.key());
+    println!(
+        "two make runs serving after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let agent = format!("only-on-{port_a}");
+    let create = json!({"serviceName": agent, "image": "ghcr.io/acme/agent:1.0"});
+    let (created, body) = call(
+        &http,
+        reqwest::Method::POST,
+        format!("{}/agents", a.api()),
+        &key_a,
+        Some(create),
+    )
+    .await;
+    assert_eq!(created, 201, "create on PORT={port_a}: {body}");
+    let (status_a, list_a) = call(
+        &http,
+        reqwest::Method::GET,
+        format!("{}/agents", a.api()),
+        &key_a,
+        None,
+    )
+    .await;
+    let (status_b, list_b) = call(
+        &http,
+        reqwest::Method::GET,
+        format!("{}/agents", b.api()),
+        &key_b,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status_a, status_b),
+        (200, 200),
+        "GET /v1/agents on each: {list_a} {list_b}"
+    );
+    assert!(
+        names(&list_a).contains(&agent),
+        "PORT={port_a} lists its agent: {list_a}"
+    );
+    if names(&list_b).contains(&agent) {
+        broken.push(format!(
+            "PORT={port_b} lists {agent}, created on PORT={port_a}: {list_b}"
+        ));
+    }
+    let (status, _) = call(
+        &http,
+        reqwest::Method::GET,
+        format!("{}/agents", b.api()),
+        &key_a,
+        None,
+    )
+    .await;
+    if status != 401 {
+        broken.push(format!("PORT={port_b} answers {status} to the key PORT={port_a} issued (its accounts are its own: 401)"));
+    }
+
+    let tree_a = serving_tree(&a);
+    let mut again = Run::start(port_a);
+    match again.exit_within(REFUSAL) {
+        Some(status) if !status.success() => {
+            let said = again.printed();
+            let holder = said
+                .split_once(&format!("in use by the stack on port {port_a} (pid "))
+                .and_then(|(_, rest)| rest.split(')').next()?.parse::<i32>().ok());
+            if !holder.is_some_and(|pid| tree_a.iter().any(|process| process.pid == pid)) {
+                broken.push(format!("a second make run PORT={port_a} refused without naming the stack on port {port_a} and one of its PIDs:\n{said}"));
+            }
+        }
+        other => broken.push(format!(
+            "a second make run PORT={port_a} did not refuse within {REFUSAL:?} ({other:?}):\n{}",
+            again.printed()
+        )),
+    }
+    process_tree::signal_group(again.pid(), libc::SIGKILL);
+
+    process_tree::signal_group(a.pid(), libc::SIGKILL);
+    let left = process_tree::wait_gone(&tree_a, HARD_KILL, &[a.pid()]);
+    if !left.is_empty() {
+        broken.push(format!(
+            "SIGKILL of make run PORT={port_a}'s process group left, {HARD_KILL:?} later:{}",
+            describe(&left)
+        ));
+    }
+    if TcpStream::connect(("127.0.0.1", port_a)).is_ok() {
+        broken.push(format!(
+            "port {port_a} still answers after its make run was killed"
+        ));
+    }
+
+    let tree_b = serving_tree(&b);
+    let interrupted = Instant::now();
+    process_tree::signal_group(b.pid(), libc::SIGINT);
+    let exited = b.exit_within(INTERRUPT);
+    let left = process_tree::wait_gone(
+        &tree_b,
+        INTERRUPT.saturating_sub(interrupted.elapsed()),
+        &[b.pid()],
+    );
+    println!(
+        "Ctrl-C: make run stopped in {:.1} s ({exited:?})",
+        interrupted.elapsed().as_secs_f64()
+    );
+    if exited.is_none() || !left.is_empty() {
+        broken.push(format!(
+            "Ctrl-C of make run PORT={port_b}: make {exited:?}, left after {INTERRUPT:?}:{}",
+            describe(&left)
+        ));
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n\n"));
+}
