@@ -212,6 +212,9 @@ pub async fn sessions<S: AgentStore + SessionStore>(store: &S) {
     let remade = agent(ns, "voice", "ghcr.io/acme/agent:1.0");
     store.create_agent(&remade, None).await.unwrap();
     let remade = made_ready(store, &remade).await;
+    // The new agent's own session counts, so that an end counted out of it would show.
+    let newcomer = session_of(&remade, &remade.active.deployment.id);
+    assert_eq!(started(store, &newcomer).await, StartOutcome::Started);
     let failed = second.ended(
         SessionState::Failed,
         "agentDeleted",
@@ -223,7 +226,7 @@ pub async fn sessions<S: AgentStore + SessionStore>(store: &S) {
     );
     assert_eq!(
         stored(store, &remade).await.active_sessions,
-        0,
+        1,
         "the old service's end never counts out the new agent of the name"
     );
     assert_eq!(
