@@ -799,40 +799,15 @@ async fn raw(
     headers: &[(&str, &[u8])],
     body: &'static [u8],
 ) -> Answer {
-    let root = stack.api.trim_end_matches("/v1");
-    let mut request = reqwest::Client::new().request(method, format!("{root}{path}"));
-    for (name, value) in headers {
-        request = request.header(
-            *name,
-            reqwest::header::HeaderValue::from_bytes(value).unwrap(),
-        );
-    }
-    let response = request.body(body).send().await.unwrap();
-    let status = response.status().as_u16();
-    let headers: Vec<(String, String)> = response
-        .headers()
-        .iter()
-        .map(|(name, value)| {
-            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-            (name.as_str().to_owned(), value)
+    stack
+        .call_root(method, path, |mut request| {
+            for (name, value) in headers {
+                let value = reqwest::header::HeaderValue::from_bytes(value).unwrap();
+                request = request.header(*name, value);
+            }
+            request.body(body)
         })
-        .collect();
-    let bytes = response.bytes().await.unwrap();
-    let body = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-        panic!(
-            "{path}: the {status} body is not JSON ({e}): {}",
-            String::from_utf8_lossy(&bytes)
-        )
-    });
-    Answer {
-        status,
-        www_authenticate: headers
-            .iter()
-            .find(|(name, _)| name == "www-authenticate")
-            .map(|(_, value)| value.clone()),
-        body,
-        headers,
-    }
+        .await
 }
 
 /// The contract's error shape (section 1): an `error` sentence and a `code`, as JSON.

@@ -185,7 +185,24 @@ impl Stack {
         if let Some(value) = authorization {
             request = request.header("authorization", value);
         }
-        let response = build(request)
+        self.send(path, build(request)).await
+    }
+
+    /// A request to `path` under the stack's root (its API's address without `/v1`): any path,
+    /// as a client may send it.
+    pub async fn call_root(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        build: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Answer {
+        let root = self.api.trim_end_matches("/v1");
+        let request = self.http.request(method, format!("{root}{path}"));
+        self.send(path, build(request)).await
+    }
+
+    async fn send(&self, path: &str, request: reqwest::RequestBuilder) -> Answer {
+        let response = request
             .send()
             .await
             .unwrap_or_else(|e| panic!("{path}: {e}"));
