@@ -15,12 +15,14 @@
 # (tests/e2e/plaintext.rs: the anchor's CLI round trip on secret sets, then a value planted
 # through the API looked for in every answer, log and DynamoDB Local file under .local/; it runs
 # alone, on a stack whose DynamoDB Local keeps its data on disk, in .local/e2e-dynamodb, with the
-# functions logging at info as deployed).
+# functions logging at info as deployed). Nothing the stack starts outlives the run
+# (scripts/stack.sh, stack_contain).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: e2e.sh watch|sam SUITE...}
-shift
 source scripts/stack.sh
+stack_contain "$mode" "$PWD/scripts/e2e.sh" "$@"
+shift
 
 if [[ " $* " == *" backlog "* ]]; then
   [ $# = 1 ] || { echo "the backlog suite runs alone" >&2; exit 2; }
