@@ -122,6 +122,7 @@ impl Run {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return Some(status);
             }
+            process_tree::reap_except(&[self.pid()]);
             if Instant::now() >= deadline {
                 return None;
             }
@@ -162,13 +163,117 @@ async fn call(
     (status, answer.json().await.unwrap_or(Value::Null))
 }
 
-fn names(list: &Value) -> Vec<String> {
-    list["services"]
+/// `GET /v1/agents` on `run` with `key`: the status and the names listed.
+async fn list(http: &reqwest::Client, run: &Run, key: &str) -> (u16, Vec<String>) {
+    let url = format!("{}/agents", run.api());
+    let (status, body) = call(http, reqwest::Method::GET, url, key, None).await;
+    let names = body["services"]
         .as_array()
-        .unwrap_or(&Vec::new())
-        .iter()
-        .filter_map(|agent| agent["name"].as_str().map(str::to_owned))
-        .collect()
+        .map(|agents| {
+            let names = agents.iter().filter_map(|agent| agent["name"].as_str());
+            names.map(str::to_owned).collect()
+        })
+        .unwrap_or_default();
+    (status, names)
+}
+
+/// Both answer with their own keys; an agent created on `a` is not on `b`, whose accounts do not
+/// know `a`'s key either. Answers what broke.
+async fn each_keeps_its_own_data(a: &Run, key_a: &str, b: &Run, key_b: &str) -> Vec<String> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let agent = format!("only-on-{}", a.port);
+    let create = json!({"serviceName": agent, "image": "ghcr.io/acme/agent:1.0"});
+    let url = format!("{}/agents", a.api());
+    let (created, body) = call(&http, reqwest::Method::POST, url, key_a, Some(create)).await;
+    assert_eq!(created, 201, "create on PORT={}: {body}", a.port);
+    let (on_a, on_b) = (list(&http, a, key_a).await, list(&http, b, key_b).await);
+    assert_eq!((on_a.0, on_b.0), (200, 200), "GET /v1/agents on each");
+    assert!(
+        on_a.1.contains(&agent),
+        "PORT={} lists its agent: {on_a:?}",
+        a.port
+    );
+    let mut broken = Vec::new();
+    if on_b.1.contains(&agent) {
+        broken.push(format!(
+            "PORT={} lists {agent}, created on PORT={}",
+            b.port, a.port
+        ));
+    }
+    let (status, _) = list(&http, b, key_a).await;
+    if status != 401 {
+        broken.push(format!(
+            "PORT={} answers {status} to the key PORT={} issued (its accounts are its own: 401)",
+            b.port, a.port
+        ));
+    }
+    broken
+}
+
+/// One more `make run` on the `PORT` of the stack whose processes are `holder` refuses within
+/// [`REFUSAL`], naming that stack's port and one of its PIDs. Answers what broke.
+fn another_on_its_port_refuses(port: u16, holder: &[Process]) -> Option<String> {
+    let mut again = Run::start(port);
+    let exited = again.exit_within(REFUSAL);
+    process_tree::signal_group(again.pid(), libc::SIGKILL);
+    let said = again.printed();
+    let refused = exited.is_some_and(|status| !status.success());
+    if !refused {
+        return Some(format!(
+            "a second make run PORT={port} did not refuse within {REFUSAL:?} ({exited:?}):\n{said}"
+        ));
+    }
+    let named = said
+        .split_once(&format!("in use by the stack on port {port} (pid "))
+        .and_then(|(_, rest)| rest.split(')').next()?.parse::<i32>().ok());
+    let names_holder = named.is_some_and(|pid| holder.iter().any(|process| process.pid == pid));
+    (!names_holder).then(|| {
+        format!("a second make run PORT={port} refused without naming the stack on port {port} and one of its PIDs:\n{said}")
+    })
+}
+
+/// SIGKILL of the stack's process group: within [`HARD_KILL`] none of `tree` runs and its port
+/// is free. Answers what broke.
+fn killed_hard_leaves_nothing(run: &Run, tree: &[Process]) -> Vec<String> {
+    process_tree::signal_group(run.pid(), libc::SIGKILL);
+    let left = process_tree::wait_gone(tree, HARD_KILL, &[run.pid()]);
+    let mut broken = Vec::new();
+    if !left.is_empty() {
+        broken.push(format!(
+            "SIGKILL of make run PORT={}'s process group left, {HARD_KILL:?} later:{}",
+            run.port,
+            describe(&left)
+        ));
+    }
+    if TcpStream::connect(("127.0.0.1", run.port)).is_ok() {
+        broken.push(format!(
+            "port {} still answers after its make run was killed",
+            run.port
+        ));
+    }
+    broken
+}
+
+/// SIGINT to the stack's process group, as Ctrl-C sends it: within [`INTERRUPT`] make has
+/// exited and none of `tree` runs. Answers what broke.
+fn interrupted_stops_within_10_s(run: &mut Run, tree: &[Process]) -> Option<String> {
+    let interrupted = Instant::now();
+    process_tree::signal_group(run.pid(), libc::SIGINT);
+    let exited = run.exit_within(INTERRUPT);
+    let rest = INTERRUPT.saturating_sub(interrupted.elapsed());
+    let left = process_tree::wait_gone(tree, rest, &[run.pid()]);
+    let took = interrupted.elapsed().as_secs_f64();
+    println!("Ctrl-C: make run stopped in {took:.1} s ({exited:?})");
+    (exited.is_none() || !left.is_empty()).then(|| {
+        format!(
+            "Ctrl-C of make run PORT={}: make {exited:?}, left after {INTERRUPT:?}:{}",
+            run.port,
+            describe(&left)
+        )
+    })
 }
 
 /// The stack's whole tree now; a stack that serves runs more than make and its shell.
@@ -200,123 +305,17 @@ async fn two_make_runs_in_one_checkout_keep_their_own_data_and_leave_nothing_whe
             .map(|port| workspace().join(format!(".local/run-{port}")))
             .to_vec(),
     };
-    let mut broken = Vec::new();
     let started = Instant::now();
     let (mut a, mut b) = (Run::start(port_a), Run::start(port_b));
     let (key_a, key_b) = (a.key(), b.key());
-    println!(
-        "two make runs serving after {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    let took = started.elapsed().as_secs_f64();
+    println!("two make runs serving after {took:.1} s");
 
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
-    let agent = format!("only-on-{port_a}");
-    let create = json!({"serviceName": agent, "image": "ghcr.io/acme/agent:1.0"});
-    let (created, body) = call(
-        &http,
-        reqwest::Method::POST,
-        format!("{}/agents", a.api()),
-        &key_a,
-        Some(create),
-    )
-    .await;
-    assert_eq!(created, 201, "create on PORT={port_a}: {body}");
-    let (status_a, list_a) = call(
-        &http,
-        reqwest::Method::GET,
-        format!("{}/agents", a.api()),
-        &key_a,
-        None,
-    )
-    .await;
-    let (status_b, list_b) = call(
-        &http,
-        reqwest::Method::GET,
-        format!("{}/agents", b.api()),
-        &key_b,
-        None,
-    )
-    .await;
-    assert_eq!(
-        (status_a, status_b),
-        (200, 200),
-        "GET /v1/agents on each: {list_a} {list_b}"
-    );
-    assert!(
-        names(&list_a).contains(&agent),
-        "PORT={port_a} lists its agent: {list_a}"
-    );
-    if names(&list_b).contains(&agent) {
-        broken.push(format!(
-            "PORT={port_b} lists {agent}, created on PORT={port_a}: {list_b}"
-        ));
-    }
-    let (status, _) = call(
-        &http,
-        reqwest::Method::GET,
-        format!("{}/agents", b.api()),
-        &key_a,
-        None,
-    )
-    .await;
-    if status != 401 {
-        broken.push(format!("PORT={port_b} answers {status} to the key PORT={port_a} issued (its accounts are its own: 401)"));
-    }
-
+    let mut broken = each_keeps_its_own_data(&a, &key_a, &b, &key_b).await;
     let tree_a = serving_tree(&a);
-    let mut again = Run::start(port_a);
-    match again.exit_within(REFUSAL) {
-        Some(status) if !status.success() => {
-            let said = again.printed();
-            let holder = said
-                .split_once(&format!("in use by the stack on port {port_a} (pid "))
-                .and_then(|(_, rest)| rest.split(')').next()?.parse::<i32>().ok());
-            if !holder.is_some_and(|pid| tree_a.iter().any(|process| process.pid == pid)) {
-                broken.push(format!("a second make run PORT={port_a} refused without naming the stack on port {port_a} and one of its PIDs:\n{said}"));
-            }
-        }
-        other => broken.push(format!(
-            "a second make run PORT={port_a} did not refuse within {REFUSAL:?} ({other:?}):\n{}",
-            again.printed()
-        )),
-    }
-    process_tree::signal_group(again.pid(), libc::SIGKILL);
-
-    process_tree::signal_group(a.pid(), libc::SIGKILL);
-    let left = process_tree::wait_gone(&tree_a, HARD_KILL, &[a.pid()]);
-    if !left.is_empty() {
-        broken.push(format!(
-            "SIGKILL of make run PORT={port_a}'s process group left, {HARD_KILL:?} later:{}",
-            describe(&left)
-        ));
-    }
-    if TcpStream::connect(("127.0.0.1", port_a)).is_ok() {
-        broken.push(format!(
-            "port {port_a} still answers after its make run was killed"
-        ));
-    }
-
+    broken.extend(another_on_its_port_refuses(port_a, &tree_a));
+    broken.extend(killed_hard_leaves_nothing(&a, &tree_a));
     let tree_b = serving_tree(&b);
-    let interrupted = Instant::now();
-    process_tree::signal_group(b.pid(), libc::SIGINT);
-    let exited = b.exit_within(INTERRUPT);
-    let left = process_tree::wait_gone(
-        &tree_b,
-        INTERRUPT.saturating_sub(interrupted.elapsed()),
-        &[b.pid()],
-    );
-    println!(
-        "Ctrl-C: make run stopped in {:.1} s ({exited:?})",
-        interrupted.elapsed().as_secs_f64()
-    );
-    if exited.is_none() || !left.is_empty() {
-        broken.push(format!(
-            "Ctrl-C of make run PORT={port_b}: make {exited:?}, left after {INTERRUPT:?}:{}",
-            describe(&left)
-        ));
-    }
+    broken.extend(interrupted_stops_within_10_s(&mut b, &tree_b));
     assert!(broken.is_empty(), "{}", broken.join("\n\n"));
 }

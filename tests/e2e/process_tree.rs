@@ -96,8 +96,9 @@ pub fn signal_group(group: i32, signal: i32) {
 }
 
 /// Collects the exit status of this process's adopted children that ended (a zombie lingers
-/// until its parent does), except `keep`, whose status its `Child` handle reads.
-fn reap_except(keep: &[i32]) {
+/// until its parent does: a server's stop that waits for a process to be gone would wait for
+/// it), except `keep`, whose status its `Child` handle reads.
+pub fn reap_except(keep: &[i32]) {
     for process in tree(std::process::id() as i32) {
         if !keep.contains(&process.pid) && process.pid != std::process::id() as i32 {
             // SAFETY: waitpid on one PID, without blocking; a PID not ours is an error ignored.
