@@ -90,9 +90,11 @@ trap 'exit 130' INT TERM
 # process ends, however it ends, the kernel kills every process left in the namespace, and
 # unshare --kill-child ends it when unshare itself is killed. Signals still reach the script's
 # traps (PID 1 receives those it handles; unshare blocks SIGINT and SIGTERM while it waits), so
-# Ctrl-C stops the stack as before. A PID namespace needs root, or else a user namespace of one's
-# own (unprivileged user namespaces); where neither is permitted the stack runs without one, said
-# on stderr. What must outlive the stack (the Docker engine) or may need sudo (apt installs) is
+# Ctrl-C stops the stack as before. unshare itself dies with the process that started it (a
+# parent-death signal), so a SIGKILL of make alone (an OOM killer picks one process) stops the
+# stack too. A PID namespace needs root, or else a user namespace
+# of one's own (unprivileged user namespaces); where neither is permitted the stack runs without
+# one, said on stderr. What must outlive the stack (the Docker engine) or may need sudo (apt installs) is
 # set up first, outside it. Returns in the script run again inside (or when there is none).
 stack_contain() {
   local mode=$1 how
@@ -108,7 +110,7 @@ stack_contain() {
   for how in "" "--user --map-current-user"; do
     # shellcheck disable=SC2086 # no option, or two
     if unshare $how --pid --fork --kill-child true 2>/dev/null; then
-      exec unshare $how --pid --fork --kill-child "$@"
+      exec setpriv --pdeathsig KILL unshare $how --pid --fork --kill-child "$@"
     fi
   done
   echo "warning: no PID namespace for this stack (unshare --pid is not permitted here, nor in a user" >&2
