@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use integration_tests::bounded::Bound;
 use integration_tests::stack::{Stack, bearer};
+use integration_tests::workspace;
 use serde_json::json;
 use shared::auth::ApiKey;
 
@@ -30,10 +31,6 @@ const HANG: Duration = Duration::from_secs(5);
 fn variable(name: &str) -> String {
     std::env::var(name)
         .unwrap_or_else(|_| panic!("{name} is not set: run scripts/e2e.sh watch backlog"))
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// One run of the development data plane, its output in a file.

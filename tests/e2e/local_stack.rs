@@ -13,10 +13,11 @@
 mod process_tree;
 
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use integration_tests::workspace;
 use process_tree::Process;
 use serde_json::{Value, json};
 
@@ -28,10 +29,6 @@ const REFUSAL: Duration = Duration::from_secs(60);
 const INTERRUPT: Duration = Duration::from_secs(10);
 /// SIGKILL of a process group: what the kernel then ends is gone within this.
 const HARD_KILL: Duration = Duration::from_secs(10);
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

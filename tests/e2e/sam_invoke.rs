@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+use integration_tests::workspace;
 use serde_json::{Value, json};
 use shared::config::TableNames;
 use shared::store::dynamodb::DynamoStore;
@@ -338,10 +339,6 @@ const NOT_EVENTS: &[&str] = &["ingest-logs.decoded.json"];
 
 /// Concurrent `sam local invoke`s (each is a process and a container).
 const WORKERS: usize = 2;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn variable(name: &str) -> String {
     std::env::var(name)

@@ -7,10 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::bounded::{Bound, Try, until_blocking};
-
-fn workspace() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-}
+use crate::workspace;
 
 fn local_sh(args: &[&str]) -> String {
     let output = Command::new(workspace().join("scripts/local.sh"))

@@ -182,6 +182,11 @@ pub fn agent_record(owner: &Principal, name: &str) -> shared::agent::AgentRecord
     )
 }
 
+/// The checkout's root: the workspace, its scripts, template and events.
+pub fn workspace() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
 /// The authorizer's request (events/authorizer.json) with `authorization` as its header.
 pub fn authorizer_event(
     authorization: &str,
