@@ -9,7 +9,7 @@ use time::{Duration, OffsetDateTime};
 
 use super::record::{AgentRecord, DeploymentError, DeploymentState, DeploymentStatus};
 use crate::timestamp::rfc3339_millis;
-use crate::validation::{OutOfBounds, check_id, check_names};
+use crate::validation::{OutOfBounds, keys_out_of_bounds};
 
 /// The EventBridge detail-type of a report.
 pub const DETAIL_TYPE: &str = "Deployment Status";
@@ -109,9 +109,12 @@ impl StatusReport {
     /// deployment's id a UUID (the counts are bounded by their type, the error cut as it is
     /// read).
     pub fn out_of_bounds(&self) -> Option<OutOfBounds> {
-        check_names(&self.namespace, &self.agent)
-            .and_then(|()| check_id(&self.deployment_id, OutOfBounds::DeploymentId))
-            .err()
+        keys_out_of_bounds(
+            &self.namespace,
+            &self.agent,
+            &self.deployment_id,
+            OutOfBounds::DeploymentId,
+        )
     }
 
     /// The report's time as Unix nanoseconds, within the window ([`observed_nanos`]).

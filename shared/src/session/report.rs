@@ -11,7 +11,7 @@ use super::record::{Connection, SessionRecord, SessionState};
 use crate::agent::config::MAX_SESSION_DURATION;
 use crate::agent::status::{is_newer, observed_nanos};
 use crate::timestamp::rfc3339_millis;
-use crate::validation::{OutOfBounds, check_id, check_names};
+use crate::validation::{OutOfBounds, keys_out_of_bounds};
 
 /// The EventBridge detail-type of a report.
 pub const DETAIL_TYPE: &str = "Session Status";
@@ -90,10 +90,13 @@ impl SessionReport {
     /// connection detail at most [`MAX_CONNECTION_DETAIL_BYTES`], `completionStatus` at most
     /// [`MAX_COMPLETION_STATUS_CHARS`].
     pub fn out_of_bounds(&self) -> Option<OutOfBounds> {
-        check_names(&self.namespace, &self.agent)
-            .and_then(|()| check_id(&self.session_id, OutOfBounds::SessionId))
-            .err()
-            .or_else(|| self.detail_out_of_bounds())
+        keys_out_of_bounds(
+            &self.namespace,
+            &self.agent,
+            &self.session_id,
+            OutOfBounds::SessionId,
+        )
+        .or_else(|| self.detail_out_of_bounds())
     }
 
     fn detail_out_of_bounds(&self) -> Option<OutOfBounds> {

@@ -15,7 +15,7 @@ pub use echo::echoed;
 #[cfg(test)]
 pub(crate) use query::pairs as query_pairs;
 pub use query::{MAX_QUERY_ID_LENGTH, MAX_UNIX_SECONDS, QueryParameters};
-pub use report::{OutOfBounds, check_id, check_names};
+pub use report::{OutOfBounds, keys_out_of_bounds};
 
 /// Longest DNS label (RFC 1035), the contract's bound for names.
 pub const MAX_NAME_LENGTH: usize = 63;

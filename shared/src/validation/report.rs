@@ -38,9 +38,22 @@ impl std::fmt::Display for OutOfBounds {
     }
 }
 
+/// The first of the keys a report names that is past its bound: its agent by the contract's
+/// names, and the deployment's or session's id (`id_member`, as the report names it) a UUID.
+pub fn keys_out_of_bounds(
+    namespace: &str,
+    agent: &str,
+    id: &str,
+    id_member: OutOfBounds,
+) -> Option<OutOfBounds> {
+    check_names(namespace, agent)
+        .and_then(|()| check_id(id, id_member))
+        .err()
+}
+
 /// The agent a report names, as the contract's names are: the namespace a DNS label (section 2),
 /// the agent's name serviceName's rule (section 3), which is the same.
-pub fn check_names(namespace: &str, agent: &str) -> Result<(), OutOfBounds> {
+fn check_names(namespace: &str, agent: &str) -> Result<(), OutOfBounds> {
     if !is_dns_label(namespace) {
         return Err(OutOfBounds::Namespace);
     }
@@ -51,7 +64,7 @@ pub fn check_names(namespace: &str, agent: &str) -> Result<(), OutOfBounds> {
 }
 
 /// An id the control plane made (a deployment's, a session's): a UUID, or `member` is refused.
-pub fn check_id(id: &str, member: OutOfBounds) -> Result<(), OutOfBounds> {
+fn check_id(id: &str, member: OutOfBounds) -> Result<(), OutOfBounds> {
     if is_uuid(id) { Ok(()) } else { Err(member) }
 }
 
