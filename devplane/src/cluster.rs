@@ -34,7 +34,7 @@ pub fn respond(event: &Value, ready_after: Duration) -> Vec<Scheduled> {
     let detail = &event["detail"];
     let text = |name: &str| detail[name].as_str().unwrap_or_default().to_owned();
     // The event carries the manifest as the table's stream has it: DynamoDB's typed JSON.
-    let manifest = crate::stream::untyped(&detail["manifest"]);
+    let manifest = shared::stream_events::untyped(&detail["manifest"]);
     let image = manifest["spec"]["image"]
         .as_str()
         .unwrap_or_default()

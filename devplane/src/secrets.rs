@@ -18,7 +18,7 @@ pub struct SetReader {
 
 /// The sets a `Deployment Requested` event's manifest names, in the order a pod spec lists them.
 pub fn named_sets(event: &Value) -> Vec<String> {
-    let manifest = crate::stream::untyped(&event["detail"]["manifest"]);
+    let manifest = shared::stream_events::untyped(&event["detail"]["manifest"]);
     ["envFromSecretNames", "imagePullSecretNames"]
         .iter()
         .flat_map(|list| {

@@ -87,7 +87,7 @@ pub fn start_delay_of(event: &Value) -> Duration {
 
 /// The start body's member `name`, a number of seconds (at most [`MAX_DURATION`]), if it is one.
 fn simulated(event: &Value, name: &str) -> Option<Duration> {
-    let request = crate::stream::untyped(&event["detail"]["request"]);
+    let request = shared::stream_events::untyped(&event["detail"]["request"]);
     request["body"]
         .as_str()
         .and_then(|body| serde_json::from_str::<Value>(body).ok())

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -52,39 +52,6 @@ impl LocalStreams {
             return Err(format!("{operation}: {status} {body}").into());
         }
         Ok(body)
-    }
-}
-
-/// Plain JSON of DynamoDB's typed JSON (what a consumer of the published events does with the
-/// manifest): `{"S": "a"}` → `"a"`, `{"N": "1"}` → `1`, `{"M": {...}}` → an object, and a map of
-/// typed values (an item image) → an object.
-pub fn untyped(value: &Value) -> Value {
-    let Value::Object(fields) = value else {
-        return value.clone();
-    };
-    let plain_map = |map: &Map<String, Value>| {
-        Value::Object(map.iter().map(|(k, v)| (k.clone(), untyped(v))).collect())
-    };
-    match (fields.len(), fields.iter().next()) {
-        (1, Some((kind, inner))) => match (kind.as_str(), inner) {
-            ("S", text @ Value::String(_)) => text.clone(),
-            ("N", Value::String(number)) => serde_json::from_str(number).unwrap_or(Value::Null),
-            ("BOOL", flag @ Value::Bool(_)) => flag.clone(),
-            ("NULL", _) => Value::Null,
-            ("M", Value::Object(map)) => plain_map(map),
-            ("L", Value::Array(items)) => Value::Array(items.iter().map(untyped).collect()),
-            ("SS" | "BS" | "B", other) => other.clone(),
-            ("NS", Value::Array(items)) => Value::Array(
-                items
-                    .iter()
-                    .map(|n| {
-                        serde_json::from_str(n.as_str().unwrap_or("null")).unwrap_or(Value::Null)
-                    })
-                    .collect(),
-            ),
-            _ => plain_map(fields),
-        },
-        _ => plain_map(fields),
     }
 }
 
@@ -302,7 +269,7 @@ mod tests {
             "on": {"BOOL": true}, "none": {"NULL": true}, "names": {"L": [{"S": "x"}]},
             "vars": {"M": {}}}}});
         assert_eq!(
-            untyped(&typed),
+            shared::stream_events::untyped(&typed),
             json!({"spec": {"image": "a:1", "replicas": 2, "on": true, "none": null, "names": ["x"], "vars": {}}})
         );
     }

@@ -265,6 +265,39 @@ pub async fn publish<B: EventBus>(bus: &B, records: &[(String, Value)]) -> Batch
     outcome
 }
 
+/// Plain JSON of DynamoDB's typed JSON (what a consumer of the published events does with the
+/// manifest): `{"S": "a"}` → `"a"`, `{"N": "1"}` → `1`, `{"M": {...}}` → an object, and a map of
+/// typed values (an item image) → an object.
+pub fn untyped(value: &Value) -> Value {
+    let Value::Object(fields) = value else {
+        return value.clone();
+    };
+    let plain_map = |map: &Map<String, Value>| {
+        Value::Object(map.iter().map(|(k, v)| (k.clone(), untyped(v))).collect())
+    };
+    match (fields.len(), fields.iter().next()) {
+        (1, Some((kind, inner))) => match (kind.as_str(), inner) {
+            ("S", text @ Value::String(_)) => text.clone(),
+            ("N", Value::String(number)) => serde_json::from_str(number).unwrap_or(Value::Null),
+            ("BOOL", flag @ Value::Bool(_)) => flag.clone(),
+            ("NULL", _) => Value::Null,
+            ("M", Value::Object(map)) => plain_map(map),
+            ("L", Value::Array(items)) => Value::Array(items.iter().map(untyped).collect()),
+            ("SS" | "BS" | "B", other) => other.clone(),
+            ("NS", Value::Array(items)) => Value::Array(
+                items
+                    .iter()
+                    .map(|n| {
+                        serde_json::from_str(n.as_str().unwrap_or("null")).unwrap_or(Value::Null)
+                    })
+                    .collect(),
+            ),
+            _ => plain_map(fields),
+        },
+        _ => plain_map(fields),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

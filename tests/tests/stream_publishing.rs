@@ -149,7 +149,7 @@ async fn each_new_deployment_and_each_deleted_agent_is_published_once_with_the_c
         assert_eq!(detail["deploymentId"], answered["activeDeploymentId"]);
         // The manifest comes in DynamoDB's typed JSON; decoded, it is the one the API answered.
         assert_eq!(
-            stream::untyped(&detail["manifest"]),
+            shared::stream_events::untyped(&detail["manifest"]),
             answered["deployment"]["manifest"]
         );
     }
@@ -169,7 +169,7 @@ async fn each_new_deployment_and_each_deleted_agent_is_published_once_with_the_c
         )
     );
     assert_eq!(
-        stream::untyped(&deleted["manifest"]),
+        shared::stream_events::untyped(&deleted["manifest"]),
         keyed["deployment"]["manifest"]
     );
 }
@@ -242,7 +242,7 @@ async fn each_session_is_requested_once_and_its_stop_once() {
         assert_eq!(detail["deploymentId"], started["deploymentId"]);
         assert_eq!(detail["sessionId"], id);
     }
-    let request = stream::untyped(&published[0]["detail"]["request"]);
+    let request = shared::stream_events::untyped(&published[0]["detail"]["request"]);
     assert_eq!(request["createDailyRoom"], true);
     assert_eq!(request["transport"], "daily");
     let handed: Value = serde_json::from_str(request["body"].as_str().unwrap()).unwrap();

@@ -1,0 +1,15 @@
+//! The data plane (contract section 12): each agent's image runs as replicas on a container
+//! engine, each replica takes at most one session, and what it writes reaches the logs.
+//!
+//! The decisions (how many replicas, which takes a session, when one is replaced, what is
+//! reported) are made once, above an [`engine::Engine`] that only runs containers and says what
+//! became of them; docs/design/data-plane.md is the design. Ports beside the domain:
+//! - [`engine`]: the container engine (Docker here, ECS on Fargate with issue 33);
+//! - [`ports`]: where reports and lines go, and where secret sets are opened;
+//! - [`replica`]: what a replica is (its spec, labels, limits, what became of it);
+//! - [`events`]: the control plane's events as the data plane takes them.
+
+pub mod engine;
+pub mod events;
+pub mod ports;
+pub mod replica;
