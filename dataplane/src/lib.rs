@@ -2,14 +2,23 @@
 //! engine, each replica takes at most one session, and what it writes reaches the logs.
 //!
 //! The decisions (how many replicas, which takes a session, when one is replaced, what is
-//! reported) are made once, above an [`engine::Engine`] that only runs containers and says what
-//! became of them; docs/design/data-plane.md is the design. Ports beside the domain:
-//! - [`engine`]: the container engine (Docker here, ECS on Fargate with issue 33);
-//! - [`ports`]: where reports and lines go, and where secret sets are opened;
+//! reported) are made once, in [`reconciler`], above an [`engine::Engine`] that only runs
+//! containers and says what became of them; docs/design/data-plane.md is the design. Ports
+//! beside the domain:
+//! - [`engine`]: the container engine ([`docker`] here, ECS on Fargate with issue 33);
+//! - [`ports`]: where reports and lines go;
 //! - [`replica`]: what a replica is (its spec, labels, limits, what became of it);
-//! - [`events`]: the control plane's events as the data plane takes them.
+//! - [`events`]: the control plane's events as the data plane takes them;
+//! - [`contract`]: the container contract (`/readyz`, `POST /bot`), the anchor's;
+//! - [`logs`]: a replica's lines, carried to the ingest path under the right stream.
 
+pub mod contract;
+pub mod docker;
 pub mod engine;
 pub mod events;
+pub mod logs;
 pub mod ports;
+pub mod reconciler;
 pub mod replica;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;

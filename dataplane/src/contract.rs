@@ -1,0 +1,1 @@
+//! The container contract (contract section 12): to be written.

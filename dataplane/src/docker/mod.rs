@@ -1,0 +1,1 @@
+//! The Docker Engine: to be written.

@@ -1,0 +1,1 @@
+//! A replica's lines to the logs: to be written.

@@ -1,0 +1,1 @@
+//! The reconciler: to be written.

@@ -1,0 +1,7 @@
+//! What the data plane's tests share: a scriptable engine whose replicas are in-process agents
+//! speaking the container contract (`fake`), reports recorded as sent (`reports`), and the
+//! scenarios every engine must pass (`scenarios`).
+
+pub mod fake;
+pub mod reports;
+pub mod scenarios;
