@@ -1,1 +1,0 @@
-//! A replica's lines to the logs: to be written.

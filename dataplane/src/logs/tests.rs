@@ -1,0 +1,252 @@
+//! The shipper on an engine that only has lines, and reports recorded as sent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::{self, BoxStream};
+use time::OffsetDateTime;
+use tokio::sync::watch;
+
+use super::*;
+use crate::engine::{EngineError, LogLine, Output, RunError};
+use crate::ports::{LineBatch, SessionStatus};
+use crate::replica::{ReplicaSpec, ReplicaView};
+
+/// An engine whose every replica wrote `lines`; its stream then ends, or stays open.
+struct LinesOnly {
+    lines: Vec<LogLine>,
+    open: bool,
+}
+
+impl Engine for LinesOnly {
+    async fn run(&self, _: &ReplicaSpec) -> Result<ReplicaId, RunError> {
+        Err(EngineError::Refused("this engine only has lines".into()).into())
+    }
+    async fn stop(&self, _: &ReplicaId, _: Duration) -> Result<(), EngineError> {
+        Err(EngineError::Refused("this engine only has lines".into()))
+    }
+    async fn list(&self, _: &str) -> Result<Vec<ReplicaView>, EngineError> {
+        Err(EngineError::Refused("this engine only has lines".into()))
+    }
+    fn logs(
+        &self,
+        _: &ReplicaId,
+        _: Option<OffsetDateTime>,
+    ) -> BoxStream<'static, Result<LogLine, EngineError>> {
+        let lines = stream::iter(self.lines.clone().into_iter().map(Ok));
+        if self.open {
+            lines.chain(stream::pending()).boxed()
+        } else {
+            lines.boxed()
+        }
+    }
+}
+
+/// The batches of lines sent, in order.
+#[derive(Default)]
+struct Recorded(watch::Sender<Vec<LineBatch>>);
+
+impl Reports for Recorded {
+    async fn deployment(&self, _: shared::agent::StatusReport) {}
+    async fn session(&self, _: SessionStatus) {}
+    async fn lines(&self, batch: LineBatch) {
+        self.0.send_modify(|batches| batches.push(batch));
+    }
+}
+
+impl Recorded {
+    /// The batches, once they carry `lines` lines (bounded wait).
+    async fn once(&self, lines: usize) -> Vec<LineBatch> {
+        let mut sent = self.0.subscribe();
+        let counted = |batches: &Vec<LineBatch>| {
+            batches.iter().map(|b| b.events.len()).sum::<usize>() >= lines
+        };
+        tokio::time::timeout(Duration::from_secs(30), sent.wait_for(counted))
+            .await
+            .expect("the lines were shipped")
+            .expect("the recorder lives")
+            .clone()
+    }
+}
+
+const T0: i128 = 1_800_000_000_000_000_000;
+
+fn line(nanos: i128, text: &str) -> LogLine {
+    LogLine {
+        at: OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap(),
+        output: Output::Stderr,
+        partial: false,
+        text: text.into(),
+    }
+}
+
+fn numbered(count: usize) -> Vec<LogLine> {
+    (0..count)
+        .map(|i| line(T0 + i as i128 * 1000, &format!("line {i}")))
+        .collect()
+}
+
+fn labels() -> ReplicaLabels {
+    ReplicaLabels {
+        stack: "run-9000".into(),
+        namespace: "tiny-ferret-1".into(),
+        agent: "voice-bot".into(),
+        service_id: "svc-1".into(),
+        deployment_id: "dep-1".into(),
+    }
+}
+
+fn shipper(lines: Vec<LogLine>, open: bool) -> (Shipper<LinesOnly, Recorded>, Arc<Recorded>) {
+    let reports = Arc::new(Recorded::default());
+    let engine = Arc::new(LinesOnly { lines, open });
+    (Shipper::new(engine, reports.clone()), reports)
+}
+
+fn replica() -> ReplicaId {
+    ReplicaId("4f1c0ffee".into())
+}
+
+fn texts(batch: &LineBatch) -> Vec<&str> {
+    batch
+        .events
+        .iter()
+        .map(|(_, _, message)| shared::logs::parse_message(message, 0).1)
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn lines_before_the_hand_over_go_to_the_deployments_stream_and_the_rest_to_the_sessions() {
+    let lines = vec![
+        line(T0, "starting"),
+        line(T0 + 1, "ready"),
+        line(T0 + 2, "session started"),
+        line(T0 + 3, "session ending"),
+    ];
+    let (shipper, reports) = shipper(lines, false);
+    shipper.follow(&replica(), &labels());
+    let at = OffsetDateTime::from_unix_timestamp_nanos(T0 + 2).unwrap();
+    shipper.hand_over(&replica(), "sess-1", at);
+    let batches = reports.once(4).await;
+    let streams: Vec<_> = batches
+        .iter()
+        .map(|b| (b.session_id.as_deref(), texts(b)))
+        .collect();
+    assert_eq!(
+        streams,
+        vec![
+            (None, vec!["starting", "ready"]),
+            (Some("sess-1"), vec!["session started", "session ending"]),
+        ]
+    );
+    for batch in &batches {
+        assert_eq!(
+            (&*batch.namespace, &*batch.agent, &*batch.deployment_id),
+            ("tiny-ferret-1", "voice-bot", "dep-1")
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_line_read_twice_gets_the_same_id() {
+    let mut lines = numbered(3);
+    // Two lines of one nanosecond.
+    lines.push(line(T0 + 5000, "same instant a"));
+    lines.push(line(T0 + 5000, "same instant b"));
+    let read = || async {
+        let (shipper, reports) = shipper(lines.clone(), false);
+        shipper.follow(&replica(), &labels());
+        reports.once(5).await.concat_events()
+    };
+    let (first, second) = (read().await, read().await);
+    assert_eq!(first, second);
+    let mut ids: Vec<_> = first.iter().map(|(id, _, _)| id.clone()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 5, "{ids:?}");
+}
+
+trait ConcatEvents {
+    fn concat_events(self) -> Vec<(String, i64, String)>;
+}
+
+impl ConcatEvents for Vec<LineBatch> {
+    fn concat_events(self) -> Vec<(String, i64, String)> {
+        self.into_iter().flat_map(|b| b.events).collect()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn batches_carry_at_most_500_lines() {
+    let (shipper, reports) = shipper(numbered(1200), false);
+    shipper.follow(&replica(), &labels());
+    let sizes: Vec<_> = reports
+        .once(1200)
+        .await
+        .iter()
+        .map(|b| b.events.len())
+        .collect();
+    assert_eq!(sizes, vec![500, 500, 200]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_few_lines_are_shipped_while_the_replica_still_runs() {
+    let (shipper, reports) = shipper(numbered(3), true);
+    shipper.follow(&replica(), &labels());
+    let batches = reports.once(3).await;
+    assert_eq!(texts(&batches[0]), vec!["line 0", "line 1", "line 2"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn following_a_followed_replica_again_ships_its_lines_once() {
+    let (shipper, reports) = shipper(numbered(3), false);
+    shipper.follow(&replica(), &labels());
+    shipper.follow(&replica(), &labels());
+    reports.once(3).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(reports.once(3).await.concat_events().len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_lines_are_those_the_replica_wrote_before_its_stream_ended() {
+    let (shipper, _reports) = shipper(numbered(30), false);
+    shipper.follow(&replica(), &labels());
+    assert_eq!(
+        shipper.last_lines(&replica(), 3).await,
+        vec!["line 27", "line 28", "line 29"]
+    );
+    let kept = shipper.last_lines(&replica(), 100).await;
+    assert_eq!(kept.len(), KEPT_LINES);
+    assert_eq!(kept.first().map(String::as_str), Some("line 10"));
+    shipper.forget(&replica());
+    assert_eq!(shipper.last_lines(&replica(), 1).await, vec!["line 29"]);
+    assert!(
+        shipper
+            .last_lines(&ReplicaId("unknown".into()), 1)
+            .await
+            .is_empty()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_lines_of_a_running_replica_are_answered_after_a_bounded_wait() {
+    let (shipper, _reports) = shipper(numbered(2), true);
+    shipper.follow(&replica(), &labels());
+    let lines = tokio::time::timeout(LAST_LINES_WAIT * 2, shipper.last_lines(&replica(), 5))
+        .await
+        .expect("bounded");
+    assert_eq!(lines, vec!["line 0", "line 1"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_platform_line_is_marked_on_stderr_in_the_sessions_stream() {
+    let (shipper, reports) = shipper(Vec::new(), false);
+    shipper.platform_line(&labels(), Some("sess-1"), "the session was stopped");
+    let batches = reports.once(1).await;
+    assert_eq!(batches.len(), 1);
+    assert_eq!(batches[0].session_id.as_deref(), Some("sess-1"));
+    assert_eq!(
+        texts(&batches[0]),
+        vec!["[agent-hosting] the session was stopped"]
+    );
+    assert!(batches[0].events[0].2.contains(" stderr F "));
+}
