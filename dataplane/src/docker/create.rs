@@ -1,0 +1,217 @@
+//! A replica's container as the Docker Engine is asked for it: its name, and the create body
+//! from a [`ReplicaSpec`] (contract section 12: the profile's limits as hard limits, the secret
+//! set's keys as environment, the labels, its namespace's network, no privilege). Pure: no
+//! daemon is asked here.
+
+use std::collections::HashMap;
+
+use bollard::models::{
+    ContainerCreateBody, HostConfig, HostConfigLogConfig, RestartPolicy, RestartPolicyNameEnum,
+};
+
+use crate::replica::ReplicaSpec;
+
+/// Docker's json-file logs, capped: a replica that writes without end fills at most 30 MB of
+/// the host's disk. The lines are shipped as they are written, so older files are not needed.
+const LOG_MAX_SIZE: &str = "10m";
+const LOG_MAX_FILE: &str = "3";
+
+/// The container's name: `ah-<stack>-<deploymentId first 8>-<suffix>`, so that `docker ps`
+/// shows whose it is and two replicas of a deployment never share one.
+pub fn container_name(spec: &ReplicaSpec, suffix: &str) -> String {
+    let deployment: String = spec.labels.deployment_id.chars().take(8).collect();
+    format!("ah-{}-{deployment}-{suffix}", spec.labels.stack)
+}
+
+/// A random suffix of 8 hex digits for [`container_name`].
+pub fn random_suffix() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
+}
+
+/// The create body of the replica of `spec`, attached to `network`. The image's own command,
+/// entrypoint, user and working directory are kept: an image built for the anchor runs as it is.
+pub fn container_body(spec: &ReplicaSpec, network: &str) -> ContainerCreateBody {
+    let labels: HashMap<String, String> = spec
+        .labels
+        .pairs()
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+    ContainerCreateBody {
+        image: Some(spec.image.clone()),
+        env: Some(
+            spec.env
+                .iter()
+                .map(|var| format!("{}={}", var.name, var.value))
+                .collect(),
+        ),
+        labels: Some(labels),
+        tty: Some(false),
+        open_stdin: Some(false),
+        attach_stdin: Some(false),
+        host_config: Some(host_config(spec, network)),
+        ..Default::default()
+    }
+}
+
+/// The limits and isolation: memory without swap (an image is OOM-killed at the profile's
+/// memory), CPU, a PID limit, no new privileges, Docker's default capabilities and nothing
+/// added, no binds, volumes or published ports, and no restart by Docker (the reconciler
+/// replaces a replica; one that restarted in place could take a second session).
+fn host_config(spec: &ReplicaSpec, network: &str) -> HostConfig {
+    let memory = i64::from(spec.limits.memory_mib) * 1024 * 1024;
+    HostConfig {
+        memory: Some(memory),
+        memory_swap: Some(memory),
+        nano_cpus: Some(i64::from(spec.limits.cpu_millis) * 1_000_000),
+        pids_limit: Some(i64::from(spec.limits.pids)),
+        security_opt: Some(vec!["no-new-privileges".to_owned()]),
+        privileged: Some(false),
+        publish_all_ports: Some(false),
+        network_mode: Some(network.to_owned()),
+        log_config: Some(HostConfigLogConfig {
+            typ: Some("json-file".to_owned()),
+            config: Some(HashMap::from([
+                ("max-size".to_owned(), LOG_MAX_SIZE.to_owned()),
+                ("max-file".to_owned(), LOG_MAX_FILE.to_owned()),
+            ])),
+        }),
+        init: Some(false),
+        restart_policy: Some(RestartPolicy {
+            name: Some(RestartPolicyNameEnum::NO),
+            maximum_retry_count: None,
+        }),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replica::{EnvVar, Limits, ReplicaLabels, label};
+
+    fn spec() -> ReplicaSpec {
+        ReplicaSpec {
+            labels: ReplicaLabels {
+                stack: "run-9000".into(),
+                namespace: "acme".into(),
+                agent: "voice".into(),
+                service_id: "svc-1".into(),
+                deployment_id: "0b5a2c1e-7d44-4b8e-9d0a-1f2e3d4c5b6a".into(),
+            },
+            image: "agent-hosting.local/example-agent:abc".into(),
+            pull: None,
+            limits: Limits {
+                cpu_millis: 500,
+                memory_mib: 1024,
+                pids: 4096,
+            },
+            env: vec![
+                EnvVar {
+                    name: "PORT".into(),
+                    value: "8080".into(),
+                },
+                EnvVar {
+                    name: "OPENAI_API_KEY".into(),
+                    value: "sk-test".into(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_replica_is_named_for_its_stack_and_deployment_and_never_shares_a_name() {
+        let spec = spec();
+        let name = container_name(&spec, &random_suffix());
+        assert!(name.starts_with("ah-run-9000-0b5a2c1e-"), "{name}");
+        assert_eq!(name.len(), "ah-run-9000-0b5a2c1e-".len() + 8, "{name}");
+        assert_ne!(random_suffix(), random_suffix());
+    }
+
+    #[test]
+    fn the_profiles_resources_are_hard_limits_without_swap() {
+        let host = container_body(&spec(), "ah-run-9000-acme")
+            .host_config
+            .unwrap_or_default();
+        assert_eq!(host.memory, Some(1024 * 1024 * 1024));
+        assert_eq!(host.memory_swap, host.memory);
+        assert_eq!(host.nano_cpus, Some(500_000_000));
+        assert_eq!(host.pids_limit, Some(4096));
+    }
+
+    #[test]
+    fn a_replica_runs_without_privileges_on_its_namespaces_network_alone() {
+        let host = container_body(&spec(), "ah-run-9000-acme")
+            .host_config
+            .unwrap_or_default();
+        assert_eq!(
+            host.security_opt,
+            Some(vec!["no-new-privileges".to_owned()])
+        );
+        assert_eq!(host.privileged, Some(false));
+        assert_eq!(host.cap_add, None);
+        assert_eq!(host.binds, None);
+        assert_eq!(host.mounts, None);
+        assert_eq!(host.port_bindings, None);
+        assert_eq!(host.publish_all_ports, Some(false));
+        assert_eq!(host.pid_mode, None);
+        assert_eq!(host.ipc_mode, None);
+        assert_eq!(host.network_mode.as_deref(), Some("ah-run-9000-acme"));
+        assert_eq!(
+            host.restart_policy.and_then(|policy| policy.name),
+            Some(RestartPolicyNameEnum::NO)
+        );
+    }
+
+    #[test]
+    fn its_logs_are_json_files_capped_at_three_of_ten_megabytes() {
+        let log = container_body(&spec(), "n")
+            .host_config
+            .and_then(|host| host.log_config)
+            .unwrap_or_default();
+        assert_eq!(log.typ.as_deref(), Some("json-file"));
+        let config = log.config.unwrap_or_default();
+        assert_eq!(config.get("max-size").map(String::as_str), Some("10m"));
+        assert_eq!(config.get("max-file").map(String::as_str), Some("3"));
+    }
+
+    #[test]
+    fn the_environment_is_port_first_then_the_secret_sets_keys_and_labels_name_the_owner() {
+        let body = container_body(&spec(), "n");
+        let env = body.env.unwrap_or_default();
+        assert_eq!(env.len(), 2);
+        assert_eq!(env[0], "PORT=8080");
+        assert!(env[1].starts_with("OPENAI_API_KEY="));
+        let labels = body.labels.unwrap_or_default();
+        assert_eq!(
+            labels.get(label::STACK).map(String::as_str),
+            Some("run-9000")
+        );
+        assert_eq!(
+            labels.get(label::NAMESPACE).map(String::as_str),
+            Some("acme")
+        );
+        assert_eq!(labels.get(label::AGENT).map(String::as_str), Some("voice"));
+        assert_eq!(
+            labels.get(label::SERVICE_ID).map(String::as_str),
+            Some("svc-1")
+        );
+        assert_eq!(
+            labels.get(label::DEPLOYMENT_ID).map(String::as_str),
+            Some("0b5a2c1e-7d44-4b8e-9d0a-1f2e3d4c5b6a")
+        );
+    }
+
+    #[test]
+    fn the_images_command_entrypoint_user_and_directory_are_its_own() {
+        let body = container_body(&spec(), "n");
+        assert_eq!(
+            body.image.as_deref(),
+            Some("agent-hosting.local/example-agent:abc")
+        );
+        assert_eq!(body.cmd, None);
+        assert_eq!(body.entrypoint, None);
+        assert_eq!(body.user, None);
+        assert_eq!(body.working_dir, None);
+    }
+}

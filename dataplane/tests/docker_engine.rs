@@ -1,0 +1,288 @@
+//! The Docker engine's own promises on a real daemon (contract section 12; the reconciler's
+//! scenarios are tested once, above any engine): labels listed back, limits and isolation as
+//! the daemon inspects them, exit reasons classified, stop and its idempotence, lines with the
+//! engine's timestamps, a network per namespace. Needs a Docker Engine (`scripts/local.sh
+//! docker-engine`) and the example agent's image, which the first test builds if absent.
+
+#[path = "docker_engine/support.rs"]
+mod support;
+
+use std::time::Duration;
+
+use data_plane::docker::{ENABLE_ICC, network_name};
+use data_plane::engine::{Engine, EngineError, LogLine, Output, RunError, STOP_GRACE};
+use data_plane::replica::{ExitReason, PullAuth, ReplicaId, ReplicaStatus};
+use futures_util::StreamExt;
+use support::{Stack, docker, engine, exec, http, listed_until, ready};
+use time::OffsetDateTime;
+use tokio::time::timeout;
+
+#[tokio::test]
+async fn a_replica_runs_with_its_labels_limits_and_environment_and_no_privilege() {
+    let (engine, docker, stack) = (engine().await, docker().await, Stack::new());
+    let secret = uuid::Uuid::new_v4().to_string();
+    let spec = stack.spec("acme", &[("OPENAI_API_KEY", &secret)]);
+    let id = engine.run(&spec).await.expect("run");
+
+    let views = listed_until(&engine, &stack, |views| {
+        views.iter().any(|view| view.address.is_some())
+    })
+    .await;
+    assert_eq!(views.len(), 1);
+    assert_eq!((&views[0].id, &views[0].labels), (&id, &spec.labels));
+    assert_eq!(views[0].status, ReplicaStatus::Running);
+    ready(views[0].address.expect("an address")).await;
+
+    let inspected = docker
+        .inspect_container(&id.0, None)
+        .await
+        .expect("inspect");
+    let host = inspected.host_config.unwrap_or_default();
+    assert_eq!(host.memory, Some(256 * 1024 * 1024));
+    let swap_limited = docker.info().await.expect("info").swap_limit == Some(true);
+    if swap_limited {
+        assert_eq!(host.memory_swap, host.memory, "no swap beyond the memory");
+    }
+    assert_eq!(host.nano_cpus, Some(500_000_000));
+    assert_eq!(host.pids_limit, Some(4096));
+    assert_eq!(
+        host.security_opt,
+        Some(vec!["no-new-privileges".to_owned()])
+    );
+    assert_eq!(host.privileged, Some(false));
+    assert!(host.cap_add.unwrap_or_default().is_empty());
+    assert!(host.binds.unwrap_or_default().is_empty());
+    assert!(host.port_bindings.unwrap_or_default().is_empty());
+    assert_eq!(host.network_mode, Some(network_name(&stack.name, "acme")));
+    assert!(inspected.mounts.unwrap_or_default().is_empty());
+
+    let env = inspected
+        .config
+        .and_then(|config| config.env)
+        .unwrap_or_default();
+    assert!(env.iter().any(|var| var == "PORT=8080"), "PORT=8080 is set");
+    let expected = format!("OPENAI_API_KEY={secret}");
+    // Compared, never printed.
+    assert!(
+        env.contains(&expected),
+        "the secret set's key is set"
+    );
+}
+
+#[tokio::test]
+async fn an_image_that_cannot_be_pulled_fails_with_the_daemons_message_and_leaves_nothing() {
+    let (engine, stack) = (engine().await, Stack::new());
+    let mut spec = stack.spec("acme", &[]);
+    spec.image = "agent-hosting.local/absent-agent:nope".to_owned();
+    match engine.run(&spec).await {
+        Err(RunError::PullFailed { message }) => assert!(!message.is_empty()),
+        other => panic!("expected a pull failure, got {other:?}"),
+    }
+    assert!(engine.list(&stack.name).await.expect("list").is_empty());
+}
+
+#[tokio::test]
+async fn an_image_with_pull_credentials_is_pulled_even_when_present() {
+    let (engine, stack) = (engine().await, Stack::new());
+    let mut spec = stack.spec("acme", &[]);
+    spec.pull = Some(PullAuth {
+        registry: "agent-hosting.local".to_owned(),
+        username: "acme".to_owned(),
+        password: uuid::Uuid::new_v4().to_string(),
+    });
+    // The example image is on the host, but no registry is reachable here: asked, it fails.
+    assert!(matches!(
+        engine.run(&spec).await,
+        Err(RunError::PullFailed { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_replica_that_exits_is_listed_exited_with_its_code() {
+    let (engine, stack) = (engine().await, Stack::new());
+    let spec = stack.spec("acme", &[("EXAMPLE_EXIT_AT_START", "3")]);
+    let id = engine.run(&spec).await.expect("run");
+    let views = listed_until(&engine, &stack, |views| {
+        views
+            .iter()
+            .any(|view| matches!(view.status, ReplicaStatus::Exited(_)))
+    })
+    .await;
+    assert_eq!(views[0].id, id);
+    assert_eq!(
+        views[0].status,
+        ReplicaStatus::Exited(ExitReason::Exited { code: 3 })
+    );
+}
+
+#[tokio::test]
+async fn a_replica_killed_for_memory_is_listed_oom_killed() {
+    let (engine, stack) = (engine().await, Stack::new());
+    let mut spec = stack.spec("acme", &[]);
+    spec.limits.memory_mib = 64;
+    engine.run(&spec).await.expect("run");
+    let views = listed_until(&engine, &stack, |views| {
+        views.iter().any(|view| view.address.is_some())
+    })
+    .await;
+    let address = views[0].address.expect("an address");
+    ready(address).await;
+    // The agent allocates 256 MiB under its 64 MiB: the kernel kills it before it answers.
+    let answer = http(
+        address,
+        "POST",
+        "/bot",
+        r#"{"durationSeconds": 0, "allocateMiB": 256}"#,
+    )
+    .await;
+    assert_eq!(answer, None, "no answer from a replica killed for memory");
+    let views = listed_until(&engine, &stack, |views| {
+        views
+            .iter()
+            .any(|view| matches!(view.status, ReplicaStatus::Exited(_)))
+    })
+    .await;
+    assert_eq!(
+        views[0].status,
+        ReplicaStatus::Exited(ExitReason::OomKilled)
+    );
+}
+
+#[tokio::test]
+async fn a_stopped_replica_is_removed_and_stopping_it_again_is_fine() {
+    let (engine, docker, stack) = (engine().await, docker().await, Stack::new());
+    let id = engine.run(&stack.spec("acme", &[])).await.expect("run");
+    engine.stop(&id, STOP_GRACE).await.expect("stop");
+    assert!(engine.list(&stack.name).await.expect("list").is_empty());
+    assert!(
+        docker.inspect_container(&id.0, None).await.is_err(),
+        "removed"
+    );
+    engine.stop(&id, STOP_GRACE).await.expect("a second stop");
+    let never = ReplicaId("0123456789ab".to_owned());
+    engine
+        .stop(&never, STOP_GRACE)
+        .await
+        .expect("a stop of no replica");
+}
+
+#[tokio::test]
+async fn its_lines_carry_the_engines_timestamps_and_end_when_it_stops() {
+    let (engine, stack) = (engine().await, Stack::new());
+    let before = OffsetDateTime::now_utc() - Duration::from_secs(1);
+    let id = engine.run(&stack.spec("acme", &[])).await.expect("run");
+
+    let mut lines = engine.logs(&id, None);
+    let mut seen: Vec<LogLine> = Vec::new();
+    let until_ready = async {
+        while let Some(line) = lines.next().await {
+            let line = line.expect("a line");
+            let is_ready = line.text.ends_with("- ready");
+            seen.push(line);
+            if is_ready {
+                return;
+            }
+        }
+    };
+    timeout(Duration::from_secs(60), until_ready)
+        .await
+        .expect("the agent's 'ready' line within 60 s");
+    let after = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    assert!(seen.iter().any(|line| line.text.ends_with("- starting")));
+    for line in &seen {
+        assert!(before <= line.at && line.at <= after, "the engine's time");
+        assert_eq!((line.output, line.partial), (Output::Stderr, false));
+        assert!(line.text.contains(" | INFO     | "), "{}", line.text);
+    }
+
+    // From the 'ready' line's instant on, the earlier lines are not read again.
+    let ready_at = seen.last().map(|line| line.at).expect("lines");
+    let mut since = engine.logs(&id, Some(ready_at));
+    let first = timeout(Duration::from_secs(10), since.next())
+        .await
+        .expect("a line within 10 s")
+        .expect("the stream has lines")
+        .expect("a line");
+    assert!(first.at >= ready_at);
+    assert!(first.text.ends_with("- ready"), "{}", first.text);
+
+    engine.stop(&id, STOP_GRACE).await.expect("stop");
+    let ended = timeout(Duration::from_secs(30), async {
+        while let Some(Ok(_)) = lines.next().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream ends once the replica is stopped");
+}
+
+#[tokio::test]
+async fn the_lines_of_no_replica_are_no_such_replica() {
+    let engine = engine().await;
+    let missing = ReplicaId("0123456789ab".to_owned());
+    let first = timeout(Duration::from_secs(10), engine.logs(&missing, None).next())
+        .await
+        .expect("an answer within 10 s");
+    assert!(
+        matches!(first, Some(Err(EngineError::NoSuchReplica(ref id))) if *id == missing),
+        "{first:?}"
+    );
+}
+
+#[tokio::test]
+async fn each_namespace_has_its_network_and_no_replica_reaches_another() {
+    let (engine, docker, stack) = (engine().await, docker().await, Stack::new());
+    // Two of one namespace at once: its network is made once.
+    let (first, second) = (stack.spec("alpha", &[]), stack.spec("alpha", &[]));
+    let (a1, a2) = tokio::join!(engine.run(&first), engine.run(&second));
+    let (a1, a2) = (a1.expect("run a1"), a2.expect("run a2"));
+    let b = engine.run(&stack.spec("beta", &[])).await.expect("run b");
+    let views = listed_until(&engine, &stack, |views| {
+        views.len() == 3 && views.iter().all(|view| view.address.is_some())
+    })
+    .await;
+    let address = |id: &ReplicaId| {
+        let view = views.iter().find(|view| view.id == *id).expect("listed");
+        view.address.expect("an address")
+    };
+    for id in [&a1, &a2, &b] {
+        ready(address(id)).await; // the host reaches each
+    }
+
+    for namespace in ["alpha", "beta"] {
+        let name = network_name(&stack.name, namespace);
+        let network = docker.inspect_network(&name, None).await.expect("inspect");
+        let options = network.options.unwrap_or_default();
+        assert_eq!(options.get(ENABLE_ICC).map(String::as_str), Some("false"));
+    }
+    let alphas = docker_networks_named(&network_name(&stack.name, "alpha")).await;
+    assert_eq!(alphas, 1, "one network for the namespace");
+
+    for (target, why) in [(&b, "another namespace's"), (&a2, "its own namespace's")] {
+        let ip = address(target).ip().to_string();
+        let probe = format!(
+            "import socket\ns = socket.socket()\ns.settimeout(3)\ntry:\n    \
+             s.connect(('{ip}', 8080))\n    print('connected')\nexcept OSError:\n    print('unreachable')"
+        );
+        let said = exec(&docker, &a1.0, &["python3", "-c", &probe]).await;
+        assert_eq!(
+            said.trim(),
+            "unreachable",
+            "{why} replica from alpha's first"
+        );
+    }
+}
+
+async fn docker_networks_named(name: &str) -> usize {
+    let filters = std::collections::HashMap::from([("name".to_owned(), vec![name.to_owned()])]);
+    let listed = docker()
+        .await
+        .list_networks(Some(bollard::query_parameters::ListNetworksOptions {
+            filters: Some(filters),
+        }))
+        .await
+        .expect("list networks");
+    // The name filter matches by prefix: count the exact name.
+    listed
+        .iter()
+        .filter(|network| network.name.as_deref() == Some(name))
+        .count()
+}
