@@ -21,6 +21,9 @@
 #   scripts/local.sh lambda-image ARCH     the image sam local runs functions in
 #                                          (public.ecr.aws/lambda/provided:al2023-ARCH), built
 #                                          here from Debian when absent: no registry is reachable
+#   scripts/local.sh example-image         the example agent's image (examples/agent/), built here
+#                                          from Debian when absent; prints its name (tagged with
+#                                          agent.py's digest) as the last line
 #   scripts/local.sh docker-bridge-ip      the host's address on Docker's bridge (what a function
 #                                          container reaches the host's DynamoDB Local on)
 set -euo pipefail
@@ -250,6 +253,38 @@ ensure_lambda_image() {
   as_root rm -rf "$rootfs"
 }
 
+# The example agent's image (examples/agent/agent.py), built as the lambda image is: Debian
+# bookworm (debootstrap --variant=minbase with python3: python3-minimal alone lacks http.server
+# and json) with agent.py, imported into the engine. Its tag is agent.py's digest, so a change to
+# the agent gives a new image and an unchanged one is not rebuilt. Prints the image's name.
+# Suites may ask at once: one builds, under a lock, while the others wait (they share the rootfs).
+ensure_example_image() {
+  local agent="$root/examples/agent/agent.py" digest lock
+  digest=$(sha256sum "$agent" | cut -c 1-12)
+  local image="agent-hosting.local/example-agent:$digest"
+  mkdir -p "$local_dir"
+  exec {lock}>"$local_dir/example-image.lock"
+  flock "$lock"
+  if ! docker image inspect "$image" >/dev/null 2>&1; then
+    command -v debootstrap >/dev/null 2>&1 || { log "installing debootstrap (apt)"; apt_install debootstrap; }
+    local rootfs="$local_dir/example-rootfs"
+    log "building $image from Debian bookworm (debootstrap, ~1 min)"
+    as_root rm -rf "$rootfs"
+    as_root debootstrap --variant=minbase --include=python3 \
+      bookworm "$rootfs" http://deb.debian.org/debian >"$local_dir/debootstrap-example.log" 2>&1 \
+      || { log "debootstrap failed; its log:"; tail -n 30 "$local_dir/debootstrap-example.log" >&2; exit 1; }
+    # What apt downloaded (its packages and lists: 90 MB) has no use in the image.
+    as_root sh -c 'rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*' _ "$rootfs"
+    as_root install -D -m 0644 "$agent" "$rootfs/app/agent.py"
+    as_root tar -C "$rootfs" -c . | docker import \
+      --change 'WORKDIR /app' --change 'ENV PYTHONUNBUFFERED=1' \
+      --change 'CMD ["python3", "/app/agent.py"]' - "$image" >/dev/null
+    as_root rm -rf "$rootfs"
+  fi
+  exec {lock}>&-
+  echo "$image"
+}
+
 # The host's address on Docker's default bridge: function containers (which sam local starts on
 # that bridge) reach services bound on the host through it.
 docker_bridge_ip() {
@@ -310,6 +345,7 @@ case "${1:-}" in
   free-port) free_port ;;
   docker-engine) ensure_docker_engine ;;
   lambda-image) shift; ensure_docker_engine; ensure_lambda_image "$@" ;;
+  example-image) ensure_docker_engine; ensure_example_image ;;
   docker-bridge-ip) docker_bridge_ip ;;
   dynamodb-start) shift; dynamodb_start "$@" ;;
   dynamodb-stop) shift; dynamodb_stop "$@" ;;
@@ -317,5 +353,5 @@ case "${1:-}" in
   pipecat-cli) ensure_pipecat_cli ;;
   moto-start) shift; moto_start "$@" ;;
   cursor-secret) shift; cursor_secret "$@" ;;
-  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|docker-engine|lambda-image ARCH|docker-bridge-ip"; exit 2 ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|docker-engine|lambda-image ARCH|example-image|docker-bridge-ip"; exit 2 ;;
 esac

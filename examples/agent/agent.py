@@ -30,8 +30,9 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODULE = os.path.splitext(os.path.basename(__file__))[0]
-# Variables every container has, or this image sets: not worth naming in the log.
-STANDARD_VARIABLES = {"PORT", "PATH", "HOME", "HOSTNAME", "PYTHONUNBUFFERED"}
+# Variables every container has, this image sets, or Python sets itself under the C locale
+# (LC_CTYPE, PEP 538): not worth naming in the log.
+STANDARD_VARIABLES = {"PORT", "PATH", "HOME", "HOSTNAME", "PYTHONUNBUFFERED", "LC_CTYPE"}
 MAX_DURATION_SECONDS = 600
 DEFAULT_DURATION_SECONDS = 5
 HOLD_AFTER_ALLOCATING_SECONDS = 5
