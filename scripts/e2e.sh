@@ -15,12 +15,29 @@
 # (tests/e2e/plaintext.rs: the anchor's CLI round trip on secret sets, then a value planted
 # through the API looked for in every answer, log and DynamoDB Local file under .local/; it runs
 # alone, on a stack whose DynamoDB Local keeps its data on disk, in .local/e2e-dynamodb, with the
-# functions logging at info as deployed). Nothing the stack starts outlives the run
-# (scripts/stack.sh, stack_contain).
+# functions logging at info as deployed), dataplane (tests/e2e/dataplane.rs: the data plane on
+# the Docker Engine running the example agent's image: replicas, sessions, logs, failures,
+# delete). Nothing the stack starts outlives the run (scripts/stack.sh, stack_contain).
+#
+# The data plane of the stack runs on the Docker Engine for the dataplane suite; the suites
+# written for the simulation (their agents' images are names no registry here serves: on a real
+# engine they fail to pull) run it as the simulation, said in spec.deploymentMode (simulated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: e2e.sh watch|sam SUITE...}
 source scripts/stack.sh
+if [[ " ${*:2} " == *" dataplane "* ]]; then
+  [ $# = 2 ] || { echo "the dataplane suite runs alone" >&2; exit 2; }
+  if [ $$ != 1 ]; then
+    # Outside the stack's PID namespace: the engine is the machine's, as a system service is.
+    scripts/local.sh docker-engine
+    EXAMPLE_IMAGE=$(scripts/local.sh example-image | tail -n 1)
+    export EXAMPLE_IMAGE DATA_PLANE_ENGINE=docker DEPLOYMENT_MODE=docker
+    export DATA_PLANE_STACK=${DATA_PLANE_STACK:-e2e-$$}
+  fi
+else
+  export DATA_PLANE_ENGINE=simulated DEPLOYMENT_MODE=simulated
+fi
 stack_contain "$mode" "$PWD/scripts/e2e.sh" "$@"
 shift
 
@@ -113,6 +130,7 @@ for suite in "$@"; do
     backlog) suite_cargo backlog ;;
     plaintext) suite_cargo plaintext ;;
     sessions) suite_cargo anchor_sessions ;;
+    dataplane) suite_cargo dataplane ;;
     *) echo "unknown suite $suite" >&2; exit 2 ;;
   esac
   echo "e2e $mode $suite: passed in $(($(date +%s) - started)) s"

@@ -11,6 +11,19 @@ mode=${1:?usage: serve.sh watch|sam PORT DYNAMODB_PORT}
 api_port=${2:-9000}
 dynamodb_port=${3:-8000}
 source scripts/stack.sh
+# The data plane runs the agents on the Docker Engine (the machine's, started outside the stack's
+# PID namespace as a system service is), the demo agent on the example agent's image; where no
+# engine can start, a simulation stands in and says so (spec.deploymentMode: simulated).
+if [ $$ != 1 ] && [ -z "${DATA_PLANE_ENGINE:-}" ]; then
+  if scripts/local.sh docker-engine && EXAMPLE_IMAGE=$(scripts/local.sh example-image | tail -n 1); then
+    export DATA_PLANE_ENGINE=docker DEPLOYMENT_MODE=docker EXAMPLE_IMAGE
+  else
+    echo "warning: no Docker Engine could be started here: the data plane runs as a simulation" >&2
+    echo "(spec.deploymentMode: simulated); no agent's container runs." >&2
+    export DATA_PLANE_ENGINE=simulated DEPLOYMENT_MODE=simulated
+  fi
+  export DATA_PLANE_STACK=run-$api_port
+fi
 stack_contain "$mode" "$PWD/scripts/serve.sh" "$@"
 
 target="make run"
@@ -40,9 +53,10 @@ case "$mode" in
   *) echo "usage: serve.sh watch|sam PORT DYNAMODB_PORT" >&2; exit 2 ;;
 esac
 
+demo_image=${EXAMPLE_IMAGE:-ghcr.io/acme/demo-agent:1.0}
 status=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$STACK_API_URL/agents" \
   -H "Authorization: Bearer $key" -H "Content-Type: application/json" \
-  -d '{"serviceName":"demo-agent","image":"ghcr.io/acme/demo-agent:1.0"}')
+  -d "{\"serviceName\":\"demo-agent\",\"image\":\"$demo_image\",\"autoScaling\":{\"minAgents\":1,\"maxAgents\":2}}")
 echo "demo-agent: $status (201 created, 409 already there)"
 # Lines belong to a deployment the agent ran: its active one.
 if deployment=$(curl -sf "$STACK_API_URL/agents/demo-agent" -H "Authorization: Bearer $key" \

@@ -107,6 +107,7 @@ stack_contain() {
     "$stack_root/scripts/local.sh" lambda-image "$arch"
     [ "$arch" = "$(uname -m | sed 's/aarch64/arm64/')" ] || "$stack_root/scripts/local.sh" arm64-toolchain
   fi
+  stack_reaper
   for how in "" "--user --map-current-user"; do
     # shellcheck disable=SC2086 # no option, or two
     if unshare $how --pid --fork --kill-child true 2>/dev/null; then
@@ -115,6 +116,17 @@ stack_contain() {
   done
   echo "warning: no PID namespace for this stack (unshare --pid is not permitted here, nor in a user" >&2
   echo "namespace): if it is killed hard (SIGKILL, a closed terminal), what it started keeps running." >&2
+}
+
+# stack_reaper: the agents' replicas run in the Docker Engine, outside the stack's PID namespace.
+# The data plane stops them as its stack stops; after a hard kill (SIGKILL) nothing else would,
+# so a process of its own session (not in the stack's process group) waits for this script's
+# end, however it ends, removes every container labelled with DATA_PLANE_STACK, and exits.
+stack_reaper() {
+  [ "${DATA_PLANE_ENGINE:-}" = docker ] && [ -n "${DATA_PLANE_STACK:-}" ] || return 0
+  setsid bash -c 'tail --pid="$1" -f /dev/null
+    ids=$(docker ps -aq --filter "label=agent-hosting.stack=$2")
+    [ -z "$ids" ] || docker rm -f $ids' reaper $$ "$DATA_PLANE_STACK" </dev/null >/dev/null 2>&1 &
 }
 
 # stack_claim DIR PORT TARGET: DIR (a stack's data: DynamoDB Local's files, the data plane's

@@ -1,0 +1,420 @@
+//! The data plane on the Docker Engine, end to end (contract section 12): through a stack whose
+//! data plane runs the example agent's image (examples/agent, built by `scripts/local.sh
+//! example-image`) as real containers. What each test reads of the engine it reads with the
+//! `docker` command, as an operator would: labels, limits, environment, which containers exist.
+
+use std::process::Command;
+use std::time::Duration;
+
+use integration_tests::bounded::{self, Bound, Try};
+use integration_tests::stack::{Answer, Stack, bearer};
+use reqwest::Method;
+use serde_json::{Value, json};
+use shared::auth::ApiKey;
+
+/// The example agent's image, as scripts/e2e.sh built it.
+fn example_image() -> String {
+    std::env::var("EXAMPLE_IMAGE").expect("EXAMPLE_IMAGE: scripts/e2e.sh builds the example agent")
+}
+
+/// The stack label the stack's data plane puts on its replicas.
+fn stack_label() -> String {
+    std::env::var("DATA_PLANE_STACK").expect("DATA_PLANE_STACK: scripts/e2e.sh names it")
+}
+
+async fn call(
+    stack: &Stack,
+    key: &ApiKey,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Answer {
+    stack
+        .call(method, path, Some(&bearer(key)), |request| match body {
+            Some(body) => request.json(body),
+            None => request,
+        })
+        .await
+}
+
+/// Reads `path` until `done` holds of its answer (60 s at most: an image's first start).
+async fn until(stack: &Stack, key: &ApiKey, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let bound = Bound::new(240, Duration::from_secs(60));
+    bounded::until(path, bound, || async {
+        let answer = call(stack, key, Method::GET, path, None).await;
+        match answer.status == 200 && done(&answer.body) {
+            true => Try::Done(answer.body),
+            false => Try::Again {
+                why: format!("{} {}", answer.status, answer.body),
+                wait: Duration::from_millis(250),
+            },
+        }
+    })
+    .await
+}
+
+/// `docker` with `args`: its stdout; panics when it fails.
+fn docker(args: &[&str]) -> String {
+    let output = Command::new("docker")
+        .args(args)
+        .output()
+        .expect("the docker command runs");
+    assert!(
+        output.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The ids of the running containers of this stack's `agent` in `namespace`.
+fn replicas(namespace: &str, agent: &str) -> Vec<String> {
+    docker(&[
+        "ps",
+        "-q",
+        "--no-trunc",
+        "--filter",
+        &format!("label=agent-hosting.stack={}", stack_label()),
+        "--filter",
+        &format!("label=agent-hosting.namespace={namespace}"),
+        "--filter",
+        &format!("label=agent-hosting.agent={agent}"),
+    ])
+    .split_whitespace()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// `docker inspect` of one container, as JSON.
+fn inspect(id: &str) -> Value {
+    let text = docker(&["inspect", id]);
+    let all: Value = serde_json::from_str(&text).expect("docker inspect prints JSON");
+    all[0].clone()
+}
+
+/// Waits until the agent's running containers satisfy `done`; answers their ids.
+async fn until_replicas(
+    namespace: &str,
+    agent: &str,
+    what: &str,
+    done: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let bound = Bound::new(240, Duration::from_secs(60));
+    bounded::until(what, bound, || async {
+        let ids = replicas(namespace, agent);
+        match done(&ids) {
+            true => Try::Done(ids),
+            false => Try::Again {
+                why: format!("{} running: {ids:?}", ids.len()),
+                wait: Duration::from_millis(250),
+            },
+        }
+    })
+    .await
+}
+
+async fn put_secret(stack: &Stack, key: &ApiKey, set: &str, name: &str, value: &str) {
+    let body = json!({"secretKey": name, "secretValue": value});
+    let put = call(
+        stack,
+        key,
+        Method::PUT,
+        &format!("/secrets/{set}"),
+        Some(&body),
+    )
+    .await;
+    assert!(matches!(put.status, 200 | 201), "{:?}", put.body);
+}
+
+async fn start(stack: &Stack, key: &ApiKey, agent: &str, body: Value) -> Value {
+    let path = format!("/public/{agent}/start");
+    let started = call(
+        stack,
+        key,
+        Method::POST,
+        &path,
+        Some(&json!({"body": body})),
+    )
+    .await;
+    assert_eq!(started.status, 200, "{:?}", started.body);
+    started.body
+}
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
+async fn a_deployment_runs_as_containers_with_the_profiles_limits_its_secrets_and_labels() {
+    let stack = Stack::from_env();
+    let (caller, key) = stack.account("replicas").await;
+    put_secret(
+        &stack,
+        &key,
+        "voice-env",
+        "OPENAI_API_KEY",
+        "sk-e2e-replica-value",
+    )
+    .await;
+    let body = json!({"serviceName": "voice", "image": example_image(), "secretSet": "voice-env",
+                      "agentProfile": "agent-2x", "autoScaling": {"minAgents": 2, "maxAgents": 3}});
+    let created = call(&stack, &key, Method::POST, "/agents", Some(&body)).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let agent = until(&stack, &key, "/agents/voice", |a| {
+        a["activeDeploymentReady"] == true
+    })
+    .await;
+    let deployment = agent["activeDeploymentId"].as_str().unwrap().to_owned();
+
+    let ids = until_replicas(&caller.namespace, "voice", "the reserve of 2", |ids| {
+        ids.len() == 2
+    })
+    .await;
+    for id in &ids {
+        let container = inspect(id);
+        let labels = &container["Config"]["Labels"];
+        assert_eq!(labels["agent-hosting.namespace"], caller.namespace.as_str());
+        assert_eq!(labels["agent-hosting.agent"], "voice");
+        assert_eq!(labels["agent-hosting.deploymentId"], deployment.as_str());
+        assert!(
+            labels["agent-hosting.serviceId"]
+                .as_str()
+                .is_some_and(|s| !s.is_empty())
+        );
+        let host = &container["HostConfig"];
+        assert_eq!(host["NanoCpus"], 1_000_000_000_i64, "agent-2x: 1 vCPU");
+        assert_eq!(host["Memory"], 2048_i64 * 1024 * 1024, "agent-2x: 2 GiB");
+        assert_eq!(
+            host["Memory"], host["MemorySwap"],
+            "no swap beyond the limit"
+        );
+        assert_eq!(host["Privileged"], false);
+        assert!(
+            host["PidsLimit"].as_i64().is_some_and(|n| n > 0),
+            "a PID limit"
+        );
+        assert!(
+            host["SecurityOpt"]
+                .to_string()
+                .contains("no-new-privileges")
+        );
+        assert!(host["Binds"].is_null() || host["Binds"] == json!([]));
+        let env: Vec<String> = serde_json::from_value(container["Config"]["Env"].clone()).unwrap();
+        assert!(env.iter().any(|e| e == "PORT=8080"));
+        // Compared, never printed: the value is a secret.
+        assert!(
+            env.iter()
+                .any(|e| e == "OPENAI_API_KEY=sk-e2e-replica-value"),
+            "the secret set's key"
+        );
+    }
+}
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
+async fn a_session_is_handed_to_a_replica_its_lines_are_read_back_and_its_end_replaces_it() {
+    let stack = Stack::from_env();
+    let (caller, key) = stack.account("sessions").await;
+    let body = json!({"serviceName": "talk", "image": example_image(),
+                      "autoScaling": {"minAgents": 1, "maxAgents": 2}});
+    assert_eq!(
+        call(&stack, &key, Method::POST, "/agents", Some(&body))
+            .await
+            .status,
+        201
+    );
+    until(&stack, &key, "/agents/talk", |a| {
+        a["activeDeploymentReady"] == true
+    })
+    .await;
+    let before = until_replicas(&caller.namespace, "talk", "one idle replica", |ids| {
+        ids.len() == 1
+    })
+    .await;
+
+    let started = start(
+        &stack,
+        &key,
+        "talk",
+        json!({"durationSeconds": 2, "greeting": "hello"}),
+    )
+    .await;
+    let id = started["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        started["status"], "started",
+        "a warm replica accepts at once: {started}"
+    );
+    let path = format!("/agents/talk/sessions/{id}");
+    let ended = until(&stack, &key, &path, |s| s["status"] == "ended").await;
+    assert_eq!(
+        ended["completionStatus"], "completed",
+        "/bot answered 200: {ended}"
+    );
+    assert_eq!(ended["coldStart"], false);
+
+    let logs = until(
+        &stack,
+        &key,
+        &format!("/agents/talk/logs?sessionId={id}&order=asc"),
+        |page| {
+            page["logs"].as_array().is_some_and(|lines| {
+                lines.iter().any(|l| {
+                    l["log"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("session ending"))
+                })
+            })
+        },
+    )
+    .await;
+    let lines: Vec<&str> = logs["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["log"].as_str())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("session started") && l.contains(&id) && l.contains("greeting")),
+        "the agent's own line, with the X-Daily-Session-Id it received and the body's keys: {lines:?}"
+    );
+    let after = until_replicas(&caller.namespace, "talk", "a fresh replica", |ids| {
+        ids.len() == 1 && ids[0] != before[0]
+    })
+    .await;
+    assert_ne!(
+        after, before,
+        "one session per replica: it is replaced, never reused"
+    );
+}
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
+async fn a_stop_ends_the_session_terminated_and_removes_its_replica() {
+    let stack = Stack::from_env();
+    let (caller, key) = stack.account("stops").await;
+    let body = json!({"serviceName": "stopper", "image": example_image(),
+                      "autoScaling": {"minAgents": 1, "maxAgents": 1}});
+    assert_eq!(
+        call(&stack, &key, Method::POST, "/agents", Some(&body))
+            .await
+            .status,
+        201
+    );
+    until(&stack, &key, "/agents/stopper", |a| {
+        a["activeDeploymentReady"] == true
+    })
+    .await;
+    let held = until_replicas(&caller.namespace, "stopper", "one replica", |ids| {
+        ids.len() == 1
+    })
+    .await;
+    let started = start(&stack, &key, "stopper", json!({"durationSeconds": 600})).await;
+    let id = started["sessionId"].as_str().unwrap().to_owned();
+    let path = format!("/agents/stopper/sessions/{id}");
+    until(&stack, &key, &path, |s| s["status"] == "started").await;
+    assert_eq!(
+        call(&stack, &key, Method::DELETE, &path, None).await.status,
+        200
+    );
+    let ended = until(&stack, &key, &path, |s| s["status"] == "ended").await;
+    assert_eq!(ended["completionStatus"], "terminated");
+    until_replicas(
+        &caller.namespace,
+        "stopper",
+        "the held replica removed",
+        |ids| !ids.contains(&held[0]),
+    )
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
+async fn a_crash_loop_and_an_unpullable_image_are_reported_with_their_codes() {
+    let stack = Stack::from_env();
+    let (_, key) = stack.account("failures").await;
+    put_secret(&stack, &key, "crash-env", "EXAMPLE_EXIT_AT_START", "3").await;
+    let crash =
+        json!({"serviceName": "crasher", "image": example_image(), "secretSet": "crash-env"});
+    assert_eq!(
+        call(&stack, &key, Method::POST, "/agents", Some(&crash))
+            .await
+            .status,
+        201
+    );
+    let absent = json!({"serviceName": "absent", "image": "agent-hosting.local/absent:1.0"});
+    assert_eq!(
+        call(&stack, &key, Method::POST, "/agents", Some(&absent))
+            .await
+            .status,
+        201
+    );
+
+    let failed = |agent: &Value| {
+        agent["errors"]
+            .as_array()
+            .is_some_and(|errors| !errors.is_empty())
+    };
+    let crashed = until(&stack, &key, "/agents/crasher", failed).await;
+    assert_eq!(crashed["errors"][0]["code"], "CRASH_LOOP", "{crashed}");
+    let message = crashed["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("exit code 3"),
+        "the exit code, the restarts, the last lines: {message}"
+    );
+    assert!(
+        message.contains("starting"),
+        "the container's last lines: {message}"
+    );
+    let unpulled = until(&stack, &key, "/agents/absent", failed).await;
+    assert_eq!(
+        unpulled["errors"][0]["code"], "IMAGE_PULL_FAILED",
+        "{unpulled}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
+async fn deleting_an_agent_leaves_no_container_of_it() {
+    let stack = Stack::from_env();
+    let (caller, key) = stack.account("deletes").await;
+    let body = json!({"serviceName": "gone", "image": example_image(),
+                      "autoScaling": {"minAgents": 2, "maxAgents": 2}});
+    assert_eq!(
+        call(&stack, &key, Method::POST, "/agents", Some(&body))
+            .await
+            .status,
+        201
+    );
+    until(&stack, &key, "/agents/gone", |a| {
+        a["activeDeploymentReady"] == true
+    })
+    .await;
+    until_replicas(&caller.namespace, "gone", "two replicas", |ids| {
+        ids.len() == 2
+    })
+    .await;
+    assert_eq!(
+        call(&stack, &key, Method::DELETE, "/agents/gone", None)
+            .await
+            .status,
+        200
+    );
+    until_replicas(
+        &caller.namespace,
+        "gone",
+        "no replica left",
+        <[String]>::is_empty,
+    )
+    .await;
+    let all = docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label=agent-hosting.namespace={}", caller.namespace),
+        "--filter",
+        "label=agent-hosting.agent=gone",
+    ]);
+    assert!(
+        all.trim().is_empty(),
+        "stopped containers are removed too: {all}"
+    );
+}
