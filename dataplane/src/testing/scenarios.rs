@@ -1,1 +1,322 @@
-//! To be written.
+//! The data plane's promises (contract section 12) as scenarios any engine runs: each is an
+//! async function over a [`Harness`], so the same bodies run on the FakeEngine (milliseconds,
+//! tests/scenarios_on_fake.rs) and on Docker. Each panics with what broke. The agents are
+//! driven only by the knobs the example agent and the fake agent share (env
+//! `EXAMPLE_READY_AFTER_SECONDS`, `EXAMPLE_EXIT_AT_START`; `/bot` body `durationSeconds`,
+//! `status`, `exitCode`), set through secret sets as a customer would.
+
+mod failures;
+mod reserve;
+mod rollout;
+mod sessions;
+
+pub use failures::{
+    a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
+    a_readiness_timeout_is_reported_failed, an_oom_kill_at_start_is_reported_failed,
+    an_unpullable_image_is_reported_failed_at_once,
+};
+pub use reserve::{
+    a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_and_is_reported_ready,
+    never_more_than_max_replicas, the_reserve_is_kept_and_refilled_after_a_session,
+};
+pub use rollout::{
+    a_rollout_moves_the_reserve_and_lets_busy_replicas_finish, an_agent_deleted_leaves_no_replica,
+};
+pub use sessions::{
+    a_cold_start_is_cold_start_true, a_crash_mid_session_ends_it_agent_error,
+    a_daily_room_without_credentials_is_transport_not_configured,
+    a_duplicate_session_requested_claims_nothing_new, a_non_2xx_answer_ends_it_agent_error,
+    a_stop_ends_it_terminated_and_removes_the_replica,
+    a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never_reused,
+    a_warm_start_is_cold_start_false_and_reports_started, two_sessions_never_share_a_replica,
+};
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use shared::agent::{ConfigChanges, DeploymentState, StatusReport};
+use shared::manifest::Manifest;
+use shared::secrets::body::SetChange;
+use shared::session::SessionRequest;
+use shared::store::memory::MemoryStore;
+use shared::testing::data_keys::FakeKms;
+use tokio::task::JoinHandle;
+
+use super::reports::RecordingReports;
+use crate::engine::Engine;
+use crate::events::{AgentRef, ControlEvent};
+use crate::reconciler::{Config, DataPlane};
+use crate::replica::{Limits, ReplicaId, ReplicaLabels, ReplicaStatus, ReplicaView};
+
+/// What a replica was started with, as its engine holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inspected {
+    pub labels: ReplicaLabels,
+    pub limits: Limits,
+    /// In the order given.
+    pub env: Vec<(String, String)>,
+}
+
+/// An engine to run the scenarios on, and what a scenario may ask of it beyond the port.
+pub trait Harness: Send + Sync {
+    type E: Engine;
+    fn engine(&self) -> Arc<Self::E>;
+    /// An image of the example agent (or the fake's stand-in for it).
+    fn example_image(&self) -> String;
+    /// An image no registry has.
+    fn absent_image(&self) -> String;
+    /// The data plane's timings on this engine, for `stack`.
+    fn config(&self, stack: &str) -> Config;
+    /// What the replica was started with; `None` once it is gone.
+    fn inspect(&self, id: &ReplicaId) -> impl Future<Output = Option<Inspected>> + Send;
+    /// The `X-Daily-Session-Id` of every `POST /bot` the replica received.
+    fn sessions_of(&self, id: &ReplicaId) -> impl Future<Output = Vec<String>> + Send;
+    /// Kills the replica as the kernel does when it runs out of memory.
+    fn oom_kill(&self, id: &ReplicaId) -> impl Future<Output = ()> + Send;
+}
+
+/// The bound of every wait for something the data plane does on its own.
+pub const WAIT: Duration = Duration::from_secs(20);
+const NAMESPACE: &str = "tiny-ferret-1";
+const REGION: &str = "us-west-2";
+
+type Plane<H> = DataPlane<<H as Harness>::E, MemoryStore, FakeKms, RecordingReports>;
+
+/// A data plane running on the harness's engine, its own stack, store and reports.
+pub struct Running<H: Harness> {
+    pub plane: Arc<Plane<H>>,
+    pub reports: Arc<RecordingReports>,
+    pub engine: Arc<H::E>,
+    pub stack: String,
+    loop_task: JoinHandle<()>,
+}
+
+/// An agent of the scenario's namespace.
+pub fn agent(name: &str) -> AgentRef {
+    AgentRef {
+        namespace: NAMESPACE.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl<H: Harness> Running<H> {
+    /// Starts a data plane (its loop included) for a stack of its own; its secret sets are
+    /// written first, so that a deployment naming them opens them.
+    pub async fn start(harness: &H, sets: &[(&str, &[(&str, &str)])]) -> Self {
+        Self::start_with(harness, sets, |_| {}).await
+    }
+
+    /// As [`Running::start`], with the harness's timings changed by `tweak`.
+    pub async fn start_with(
+        harness: &H,
+        sets: &[(&str, &[(&str, &str)])],
+        tweak: impl FnOnce(&mut Config),
+    ) -> Self {
+        let stack = format!("scenario-{}", &new_id()[..8]);
+        let (store, kms) = (MemoryStore::default(), FakeKms::default());
+        for (name, pairs) in sets {
+            let secrets: Vec<Value> = pairs
+                .iter()
+                .map(|(key, value)| json!({"secretKey": key, "secretValue": value}))
+                .collect();
+            let change = SetChange::from_json(name, REGION, json!({ "secrets": secrets }))
+                .expect("a valid set");
+            shared::secrets::sets::put(&store, &kms, NAMESPACE, name, REGION, change)
+                .await
+                .expect("the set is written");
+        }
+        let reports = Arc::new(RecordingReports::default());
+        let engine = harness.engine();
+        let mut config = harness.config(&stack);
+        tweak(&mut config);
+        let plane = DataPlane::new(config, engine.clone(), store, kms, reports.clone());
+        let loop_task = tokio::spawn(plane.clone().run());
+        Running {
+            plane,
+            reports,
+            engine,
+            stack,
+            loop_task,
+        }
+    }
+
+    /// Asks for a deployment of `image` with `min`..=`max` replicas, the profile's resources and
+    /// an env set when named; its id.
+    pub async fn deploy(
+        &self,
+        agent: &AgentRef,
+        image: &str,
+        scaling: (u32, u32),
+        options: Value,
+    ) -> String {
+        let deployment_id = new_id();
+        let mut body = json!({"serviceName": agent.name, "image": "example/agent:1"});
+        if let (Some(body), Some(options)) = (body.as_object_mut(), options.as_object()) {
+            body.extend(options.clone());
+        }
+        let (_, config) = ConfigChanges::from_json(body)
+            .and_then(ConfigChanges::into_new_agent)
+            .expect("a valid agent");
+        let mut manifest: Manifest = config.manifest(&agent.name, &agent.namespace);
+        manifest.spec.image = image.to_owned();
+        manifest.spec.auto_scaling.min_replicas = scaling.0;
+        manifest.spec.auto_scaling.max_replicas = scaling.1;
+        self.plane
+            .take(ControlEvent::DeploymentRequested {
+                agent: agent.clone(),
+                service_id: format!("service-{}", agent.name),
+                deployment_id: deployment_id.clone(),
+                manifest: Box::new(manifest),
+            })
+            .await;
+        deployment_id
+    }
+
+    /// Asks for a session of the deployment with the `/bot` body given; its id.
+    pub async fn request_session(
+        &self,
+        agent: &AgentRef,
+        deployment_id: &str,
+        body: Value,
+    ) -> String {
+        let session_id = new_id();
+        self.request_session_as(agent, deployment_id, &session_id, body)
+            .await;
+        session_id
+    }
+
+    pub async fn request_session_as(
+        &self,
+        agent: &AgentRef,
+        deployment_id: &str,
+        session_id: &str,
+        body: Value,
+    ) {
+        let request = SessionRequest {
+            body: Some(body.to_string()),
+            ..SessionRequest::default()
+        };
+        self.request(agent, deployment_id, session_id, request)
+            .await;
+    }
+
+    pub async fn request(
+        &self,
+        agent: &AgentRef,
+        deployment_id: &str,
+        session_id: &str,
+        request: SessionRequest,
+    ) {
+        self.plane
+            .take(ControlEvent::SessionRequested {
+                agent: agent.clone(),
+                deployment_id: deployment_id.to_owned(),
+                session_id: session_id.to_owned(),
+                request,
+            })
+            .await;
+    }
+
+    pub async fn stop_session(&self, agent: &AgentRef, session_id: &str) {
+        let event = ControlEvent::SessionStopRequested {
+            agent: agent.clone(),
+            session_id: session_id.to_owned(),
+        };
+        self.plane.take(event).await;
+    }
+
+    /// The deployment's replicas the engine runs (not exited), by id.
+    pub async fn replicas(&self, deployment_id: &str) -> Vec<ReplicaView> {
+        let mut views: Vec<ReplicaView> = self
+            .engine
+            .list(&self.stack)
+            .await
+            .expect("the engine lists")
+            .into_iter()
+            .filter(|view| view.labels.deployment_id == deployment_id)
+            .filter(|view| view.status == ReplicaStatus::Running)
+            .collect();
+        views.sort_by(|a, b| a.id.cmp(&b.id));
+        views
+    }
+
+    /// Every replica of the stack, in any state.
+    pub async fn all_replicas(&self) -> Vec<ReplicaView> {
+        self.engine
+            .list(&self.stack)
+            .await
+            .expect("the engine lists")
+    }
+
+    /// Waits (up to [`WAIT`]) until the deployment runs `n` replicas; their ids.
+    pub async fn until_replicas(&self, deployment_id: &str, n: usize) -> Vec<ReplicaId> {
+        let mut last = Vec::new();
+        let reached = tokio::time::timeout(WAIT, async {
+            loop {
+                last = self.replicas(deployment_id).await;
+                if last.len() == n {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(
+            reached.is_ok(),
+            "{deployment_id} never ran {n} replicas; it runs {last:#?}"
+        );
+        last.into_iter().map(|view| view.id).collect()
+    }
+
+    /// Waits (up to [`WAIT`]) for `condition` on the stack's replicas.
+    pub async fn until(&self, what: &str, condition: impl Fn(&[ReplicaView]) -> bool) {
+        let mut last = Vec::new();
+        let reached = tokio::time::timeout(WAIT, async {
+            loop {
+                last = self.all_replicas().await;
+                if condition(&last) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(reached.is_ok(), "never {what}; replicas: {last:#?}");
+    }
+
+    /// The deployment's first `ready` report.
+    pub async fn ready(&self, deployment_id: &str) -> StatusReport {
+        self.reports
+            .wait_for_deployment(WAIT, &format!("ready of {deployment_id}"), |report| {
+                report.deployment_id == deployment_id && report.state == DeploymentState::Ready
+            })
+            .await
+    }
+
+    /// The deployment's first `failed` report.
+    pub async fn failed(&self, deployment_id: &str) -> StatusReport {
+        self.reports
+            .wait_for_deployment(WAIT, &format!("failed of {deployment_id}"), |report| {
+                report.deployment_id == deployment_id && report.state == DeploymentState::Failed
+            })
+            .await
+    }
+
+    /// Stops every replica of the stack and the loop.
+    pub async fn finish(self) {
+        self.loop_task.abort();
+        self.plane.shutdown().await;
+    }
+}
+
+impl<H: Harness> Drop for Running<H> {
+    fn drop(&mut self) {
+        self.loop_task.abort();
+    }
+}

@@ -1,0 +1,190 @@
+//! What should run (contract section 12): each agent's deployments as the control plane asked
+//! for them, which one is active, which are superseded, and which are gone with their agent.
+//! A deployment is known once (`Deployment Requested` is delivered at least once).
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use shared::agent::DeploymentError;
+use shared::manifest::Manifest;
+
+use super::failures::Health;
+use super::plan::Role;
+use super::secrets::Received;
+use crate::events::AgentRef;
+use crate::replica::{Limits, ReplicaLabels, ReplicaSpec};
+
+/// A deployment the data plane runs.
+#[derive(Debug)]
+pub struct Deployment {
+    pub agent: AgentRef,
+    pub service_id: String,
+    pub deployment_id: String,
+    pub min_replicas: u32,
+    pub max_replicas: u32,
+    /// What its replicas are started with; the error it was reported `failed` with when it
+    /// cannot be run at all (a set that does not open, resources of no profile).
+    pub runnable: Result<Runnable, DeploymentError>,
+    pub health: Health,
+    /// Runs asked of the engine that have not answered yet.
+    pub launching: u32,
+    /// Its order among the agent's deployments: the newest is active.
+    order: u64,
+}
+
+/// What a runnable deployment's replicas are started with.
+#[derive(Debug, Clone)]
+pub struct Runnable {
+    pub image: String,
+    pub limits: Limits,
+    pub received: Received,
+}
+
+impl Runnable {
+    pub fn new(manifest: &Manifest, received: Received) -> Result<Self, DeploymentError> {
+        let resources = &manifest.spec.resources;
+        let limits = Limits::of_resources(&resources.cpu, &resources.memory).ok_or_else(|| {
+            DeploymentError {
+                code: "UNSUPPORTED_RESOURCES".to_owned(),
+                message: format!(
+                    "resources cpu {} and memory {} are not a profile's",
+                    resources.cpu, resources.memory
+                ),
+            }
+        })?;
+        Ok(Runnable {
+            image: manifest.spec.image.clone(),
+            limits,
+            received,
+        })
+    }
+}
+
+impl Deployment {
+    pub fn labels(&self, stack: &str) -> ReplicaLabels {
+        ReplicaLabels {
+            stack: stack.to_owned(),
+            namespace: self.agent.namespace.clone(),
+            agent: self.agent.name.clone(),
+            service_id: self.service_id.clone(),
+            deployment_id: self.deployment_id.clone(),
+        }
+    }
+
+    /// A replica's spec; `None` when the deployment cannot be run.
+    pub fn spec(&self, stack: &str) -> Option<ReplicaSpec> {
+        let runnable = self.runnable.as_ref().ok()?;
+        Some(ReplicaSpec {
+            labels: self.labels(stack),
+            image: runnable.image.clone(),
+            pull: runnable.received.pull.clone(),
+            limits: runnable.limits,
+            env: runnable.received.env.clone(),
+        })
+    }
+
+    pub fn may_start(&self, now: Instant) -> bool {
+        self.runnable.is_ok() && self.health.may_start(now)
+    }
+
+    pub fn memory_mib(&self) -> u32 {
+        self.runnable
+            .as_ref()
+            .map_or(0, |runnable| runnable.limits.memory_mib)
+    }
+}
+
+/// Every deployment the data plane knows, by id.
+#[derive(Debug, Default)]
+pub struct Deployments {
+    by_id: HashMap<String, Deployment>,
+    /// Deployments of deleted agents: a late delivery of their request starts nothing.
+    retired: HashSet<String>,
+    next_order: u64,
+}
+
+/// What a `Deployment Requested` asks, before its sets are opened.
+pub struct Requested<'a> {
+    pub agent: &'a AgentRef,
+    pub service_id: &'a str,
+    pub deployment_id: &'a str,
+    pub manifest: &'a Manifest,
+}
+
+impl Deployments {
+    /// Is this request news (not a deployment known or retired)?
+    pub fn is_new(&self, deployment_id: &str) -> bool {
+        !self.by_id.contains_key(deployment_id) && !self.retired.contains(deployment_id)
+    }
+
+    /// Adds a requested deployment; it becomes its agent's active one.
+    pub fn insert(
+        &mut self,
+        requested: Requested<'_>,
+        runnable: Result<Runnable, DeploymentError>,
+    ) {
+        if !self.is_new(requested.deployment_id) {
+            return;
+        }
+        self.next_order += 1;
+        let scaling = requested.manifest.spec.auto_scaling;
+        self.by_id.insert(
+            requested.deployment_id.to_owned(),
+            Deployment {
+                agent: requested.agent.clone(),
+                service_id: requested.service_id.to_owned(),
+                deployment_id: requested.deployment_id.to_owned(),
+                min_replicas: scaling.min_replicas,
+                max_replicas: scaling.max_replicas,
+                runnable,
+                health: Health::default(),
+                launching: 0,
+                order: self.next_order,
+            },
+        );
+    }
+
+    pub fn get(&self, deployment_id: &str) -> Option<&Deployment> {
+        self.by_id.get(deployment_id)
+    }
+
+    pub fn get_mut(&mut self, deployment_id: &str) -> Option<&mut Deployment> {
+        self.by_id.get_mut(deployment_id)
+    }
+
+    pub fn ids(&self) -> Vec<String> {
+        self.by_id.keys().cloned().collect()
+    }
+
+    /// Forgets every deployment of the agent, for good; their ids.
+    pub fn retire_agent(&mut self, agent: &AgentRef) -> Vec<String> {
+        let ids: Vec<String> = self
+            .by_id
+            .values()
+            .filter(|deployment| deployment.agent == *agent)
+            .map(|deployment| deployment.deployment_id.clone())
+            .collect();
+        for id in &ids {
+            self.by_id.remove(id);
+            self.retired.insert(id.clone());
+        }
+        ids
+    }
+
+    /// What the deployment is to its agent now; `Gone` when unknown.
+    pub fn role(&self, deployment_id: &str) -> Role {
+        let Some(deployment) = self.by_id.get(deployment_id) else {
+            return Role::Gone;
+        };
+        let newest = self
+            .by_id
+            .values()
+            .filter(|other| other.agent == deployment.agent)
+            .max_by_key(|other| other.order);
+        match newest {
+            Some(newest) if newest.order == deployment.order => Role::Active,
+            Some(newest) if newest.health.has_been_ready() => Role::Draining,
+            _ => Role::Serving,
+        }
+    }
+}

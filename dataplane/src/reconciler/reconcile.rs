@@ -1,0 +1,356 @@
+//! One reconcile pass (every tick): the engine's listing folded into what the data plane holds
+//! (replicas adopted, exits and losses noticed, strays stopped), readiness polled, waiting
+//! sessions given ready replicas, then each deployment's plan done.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use shared::agent::DeploymentState;
+use shared::secrets::store::{DataKeyOpener, SecretStore};
+
+use super::DataPlane;
+use super::failures::Failure;
+use super::plan::{Bounds, Role, decide};
+use super::state::{Phase, Replica};
+use crate::contract;
+use crate::engine::{Engine, RunError};
+use crate::ports::Reports;
+use crate::replica::{
+    ExitReason, ReplicaId, ReplicaLabels, ReplicaSpec, ReplicaStatus, ReplicaView,
+};
+
+/// How many of a crashed replica's last lines a `CRASH_LOOP` report carries (then cut to 1 KiB).
+const CRASH_LINES: usize = 20;
+
+/// A replica that is no longer running, and what it was doing.
+struct Exit {
+    id: ReplicaId,
+    labels: ReplicaLabels,
+    reason: ExitReason,
+    phase: Phase,
+}
+
+impl<E, S, K, R> DataPlane<E, S, K, R>
+where
+    E: Engine,
+    S: SecretStore + 'static,
+    K: DataKeyOpener + 'static,
+    R: Reports,
+{
+    pub(super) async fn reconcile(self: &Arc<Self>) {
+        let listed_at = Instant::now();
+        let views = match self.engine.list(&self.config.stack).await {
+            Ok(views) => views,
+            Err(error) => {
+                tracing::warn!(%error, "listing the stack's replicas failed");
+                return;
+            }
+        };
+        for exit in self.fold_listing(views, listed_at) {
+            self.exited(exit).await;
+        }
+        self.poll_readiness().await;
+        self.claim_waiting();
+        self.apply_plans();
+    }
+
+    /// Folds a listing into the state; the exits it shows. Replicas of a known deployment the
+    /// data plane did not start (it restarted) are adopted; others, and exited ones nobody
+    /// holds, are stopped.
+    fn fold_listing(self: &Arc<Self>, views: Vec<ReplicaView>, listed_at: Instant) -> Vec<Exit> {
+        let now = Instant::now();
+        let (mut exits, mut strays) = (Vec::new(), Vec::new());
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let listed: HashSet<ReplicaId> = views.iter().map(|view| view.id.clone()).collect();
+        for view in views {
+            if state.condemned.contains(&view.id) {
+                if !state.replicas.contains_key(&view.id) {
+                    strays.push(view.id);
+                }
+                continue;
+            }
+            let known = state.deployments.get(&view.labels.deployment_id).is_some();
+            let Some(replica) = state.replicas.get_mut(&view.id) else {
+                if known && view.status == ReplicaStatus::Running {
+                    tracing::info!(replica = %view.id, deployment_id = %view.labels.deployment_id, "adopting a replica");
+                    self.shipper.follow(&view.id, &view.labels);
+                    state.replicas.insert(
+                        view.id,
+                        Replica {
+                            labels: view.labels,
+                            address: view.address,
+                            phase: Phase::Starting { since: now },
+                            known_since: now,
+                        },
+                    );
+                } else {
+                    strays.push(view.id);
+                }
+                continue;
+            };
+            replica.address = view.address.or(replica.address);
+            if let ReplicaStatus::Exited(reason) = view.status
+                && replica.phase != Phase::Stopping
+            {
+                exits.push(Exit {
+                    id: view.id.clone(),
+                    labels: replica.labels.clone(),
+                    reason,
+                    phase: replica.phase.clone(),
+                });
+            }
+        }
+        for (id, replica) in &state.replicas {
+            let lost = !listed.contains(id)
+                && replica.known_since < listed_at
+                && replica.phase != Phase::Stopping;
+            if lost {
+                exits.push(Exit {
+                    id: id.clone(),
+                    labels: replica.labels.clone(),
+                    reason: ExitReason::Lost,
+                    phase: replica.phase.clone(),
+                });
+            }
+        }
+        for exit in &exits {
+            state.condemn(&exit.id);
+        }
+        for stray in &strays {
+            state.condemned.insert(stray.clone());
+        }
+        let replicas = &state.replicas;
+        state
+            .condemned
+            .retain(|id| listed.contains(id) || replicas.contains_key(id));
+        drop(guard);
+        for stray in strays {
+            tracing::info!(replica = %stray, "stopping a replica no deployment wants");
+            self.stop_replica(stray);
+        }
+        exits
+    }
+
+    /// What a replica's exit means: a failure before ready, an idle one to replace, or a
+    /// session's end.
+    async fn exited(self: &Arc<Self>, exit: Exit) {
+        tracing::info!(replica = %exit.id, deployment_id = %exit.labels.deployment_id, reason = %exit.reason, phase = ?exit.phase, "a replica exited");
+        match exit.phase {
+            Phase::Starting { .. } => {
+                let failure = match exit.reason {
+                    ExitReason::Exited { code } => Failure::Crashed {
+                        code: Some(code),
+                        last_lines: Vec::new(),
+                    },
+                    ExitReason::OomKilled => Failure::OomKilled {
+                        memory_mib: self.memory_mib(&exit.labels.deployment_id),
+                    },
+                    ExitReason::Lost => Failure::Crashed {
+                        code: None,
+                        last_lines: Vec::new(),
+                    },
+                };
+                self.replica_failed(&exit.id, &exit.labels, failure).await;
+            }
+            Phase::Held { session_id } => {
+                self.session_exited(&session_id, &exit.labels, &exit.reason)
+                    .await;
+            }
+            Phase::Idle | Phase::Stopping => {}
+        }
+        self.stop_replica(exit.id);
+    }
+
+    fn memory_mib(&self, deployment_id: &str) -> u32 {
+        self.lock()
+            .deployments
+            .get(deployment_id)
+            .map_or(0, |deployment| deployment.memory_mib())
+    }
+
+    /// Counts a replica's failure before ready against its deployment, and reports the
+    /// deployment `failed` when this one does.
+    async fn replica_failed(&self, id: &ReplicaId, labels: &ReplicaLabels, mut failure: Failure) {
+        let config = &self.config;
+        let (agent, reported) = {
+            let mut state = self.lock();
+            let Some(deployment) = state.deployments.get_mut(&labels.deployment_id) else {
+                return;
+            };
+            let reported = deployment.health.failed(
+                &failure,
+                Instant::now(),
+                config.backoff_first,
+                config.backoff_most,
+            );
+            (deployment.agent.clone(), reported)
+        };
+        tracing::warn!(replica = %id, deployment_id = %labels.deployment_id, code = failure.code(), reported = reported.is_some(), "a replica failed before it was ready");
+        let Some(failures) = reported else {
+            return;
+        };
+        if let Failure::Crashed { last_lines, .. } = &mut failure {
+            *last_lines = self.shipper.last_lines(id, CRASH_LINES).await;
+        }
+        let error = failure.error(failures);
+        self.report_deployment(
+            &agent,
+            &labels.deployment_id,
+            DeploymentState::Failed,
+            Some(error),
+        )
+        .await;
+    }
+
+    /// Asks `/readyz` of every replica not yet ready; those past the readiness timeout fail.
+    async fn poll_readiness(self: &Arc<Self>) {
+        let now = Instant::now();
+        let timeout = self.config.readiness_timeout;
+        let (mut probes, mut late) = (Vec::new(), Vec::new());
+        {
+            let state = self.lock();
+            for (id, replica) in &state.replicas {
+                let Phase::Starting { since } = replica.phase else {
+                    continue;
+                };
+                if now.duration_since(since) > timeout {
+                    late.push((id.clone(), replica.labels.clone()));
+                } else if let Some(address) = replica.address {
+                    probes.push((id.clone(), address));
+                }
+            }
+        }
+        for (id, labels) in late {
+            self.lock().condemn(&id);
+            let failure = Failure::ReadinessTimeout { after: timeout };
+            self.replica_failed(&id, &labels, failure).await;
+            self.stop_replica(id);
+        }
+        let answers = futures_util::future::join_all(
+            probes
+                .into_iter()
+                .map(|(id, address)| async move { (id, contract::is_ready(address).await) }),
+        )
+        .await;
+        let mut news = Vec::new();
+        {
+            let mut state = self.lock();
+            for (id, _) in answers.into_iter().filter(|(_, ready)| *ready) {
+                let Some(replica) = state.replicas.get_mut(&id) else {
+                    continue;
+                };
+                if !matches!(replica.phase, Phase::Starting { .. }) {
+                    continue;
+                }
+                replica.phase = Phase::Idle;
+                let deployment_id = replica.labels.deployment_id.clone();
+                tracing::info!(replica = %id, %deployment_id, "a replica is ready");
+                if let Some(deployment) = state.deployments.get_mut(&deployment_id)
+                    && deployment.health.ready()
+                {
+                    news.push((deployment.agent.clone(), deployment_id));
+                }
+            }
+        }
+        for (agent, deployment_id) in news {
+            self.report_deployment(&agent, &deployment_id, DeploymentState::Ready, None)
+                .await;
+        }
+    }
+
+    /// Does each deployment's plan: runs asked of the engine, replicas stopped.
+    fn apply_plans(self: &Arc<Self>) {
+        let now = Instant::now();
+        let (mut launches, mut stops) = (Vec::new(), Vec::new());
+        {
+            let mut state = self.lock();
+            for id in state.deployments.ids() {
+                let role = state.deployments.role(&id);
+                let running = state.running(&id);
+                let Some(deployment) = state.deployments.get_mut(&id) else {
+                    continue;
+                };
+                let bounds = Bounds {
+                    min_replicas: deployment.min_replicas,
+                    max_replicas: deployment.max_replicas,
+                    role,
+                    may_start: deployment.may_start(now),
+                };
+                let decision = decide(bounds, &running);
+                if decision.start > 0
+                    && let Some(spec) = deployment.spec(&self.config.stack)
+                {
+                    deployment.launching += decision.start;
+                    launches.extend((0..decision.start).map(|_| spec.clone()));
+                }
+                stops.extend(decision.stop);
+            }
+            for id in state.unknown_deployments() {
+                let gone = Bounds {
+                    min_replicas: 0,
+                    max_replicas: 0,
+                    role: Role::Gone,
+                    may_start: false,
+                };
+                stops.extend(decide(gone, &state.running(&id)).stop);
+            }
+            stops.retain(|id| state.condemn(id));
+        }
+        for spec in launches {
+            self.launch(spec);
+        }
+        for id in stops {
+            tracing::info!(replica = %id, "stopping a replica the plan does not keep");
+            self.stop_replica(id);
+        }
+    }
+
+    /// Runs one replica in a task of its own.
+    fn launch(self: &Arc<Self>, spec: ReplicaSpec) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let deployment_id = spec.labels.deployment_id.clone();
+            tracing::info!(%deployment_id, image = %spec.image, "starting a replica");
+            let result = this.engine.run(&spec).await;
+            let wanted = {
+                let mut state = this.lock();
+                let deployment = state.deployments.get_mut(&deployment_id);
+                let known = deployment.is_some();
+                if let Some(deployment) = deployment {
+                    deployment.launching = deployment.launching.saturating_sub(1);
+                }
+                if let Ok(id) = &result
+                    && known
+                    && !state.condemned.contains(id)
+                {
+                    let now = Instant::now();
+                    state.replicas.entry(id.clone()).or_insert(Replica {
+                        labels: spec.labels.clone(),
+                        address: None,
+                        phase: Phase::Starting { since: now },
+                        known_since: now,
+                    });
+                    this.shipper.follow(id, &spec.labels);
+                }
+                known
+            };
+            match result {
+                Ok(id) if !wanted => {
+                    this.lock().condemned.insert(id.clone());
+                    this.stop_replica(id);
+                }
+                Ok(_) => {}
+                Err(RunError::PullFailed { message }) => {
+                    let id = ReplicaId(String::new());
+                    let failure = Failure::PullFailed { message };
+                    this.replica_failed(&id, &spec.labels, failure).await;
+                }
+                Err(RunError::Engine(error)) => {
+                    tracing::warn!(%deployment_id, %error, "the engine did not run a replica");
+                }
+            }
+        });
+    }
+}

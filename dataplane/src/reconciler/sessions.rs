@@ -1,0 +1,344 @@
+//! Sessions (contract section 12, "Sessions" and "Transports"): a `Session Requested` claims an
+//! idle ready replica of its deployment (a warm start) or waits for one (a cold start); the
+//! replica is handed `POST /bot`, the session reported `started` once it accepted, and ended by
+//! the answer, the replica's exit or a stop asked for. A replica takes one session in its life:
+//! whatever ends the session stops the replica, and the plan starts another.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use shared::secrets::store::{DataKeyOpener, SecretStore};
+use shared::session::{SessionRequest, Transport, completion};
+use time::OffsetDateTime;
+
+use super::DataPlane;
+use super::state::{Session, SessionPhase};
+use crate::contract::{self, BotOutcome, BotRequest};
+use crate::engine::Engine;
+use crate::events::AgentRef;
+use crate::ports::{Reports, SessionStatus};
+use crate::replica::{ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus};
+
+/// The completion status of a session that needs a transport this stack has no credentials for.
+pub const TRANSPORT_NOT_CONFIGURED: &str = "TRANSPORT_NOT_CONFIGURED";
+
+/// Listings a session's end waits through for its replica's exit, a tick apart.
+const EXIT_LOOKS: u32 = 3;
+
+/// What a session's report says beside its state.
+#[derive(Debug, Default)]
+struct Detail {
+    completion: Option<&'static str>,
+    bot_start_seconds: Option<f64>,
+    cold_start: Option<bool>,
+}
+
+impl Detail {
+    fn ended(completion: &'static str) -> Self {
+        Detail {
+            completion: Some(completion),
+            ..Detail::default()
+        }
+    }
+}
+
+/// The start's `body` as the object the agent is handed (`{}` when none).
+fn body_of(request: &SessionRequest) -> Value {
+    request
+        .body
+        .as_deref()
+        .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}))
+}
+
+impl<E, S, K, R> DataPlane<E, S, K, R>
+where
+    E: Engine,
+    S: SecretStore + 'static,
+    K: DataKeyOpener + 'static,
+    R: Reports,
+{
+    pub(super) async fn session_requested(
+        self: &Arc<Self>,
+        agent: AgentRef,
+        deployment_id: String,
+        session_id: String,
+        request: SessionRequest,
+    ) {
+        let needs_daily = request.create_daily_room || request.transport == Some(Transport::Daily);
+        let session = Session {
+            agent: agent.clone(),
+            deployment_id,
+            request: BotRequest {
+                session_id: session_id.clone(),
+                body: body_of(&request),
+                transport: request.transport,
+                room: None,
+            },
+            requested_at: Instant::now(),
+            phase: if needs_daily {
+                SessionPhase::Ended
+            } else {
+                SessionPhase::Waiting
+            },
+        };
+        let claimed = {
+            let mut state = self.lock();
+            if state.sessions.contains_key(&session_id) {
+                tracing::info!(%session_id, "a session asked for again: nothing new is claimed");
+                return;
+            }
+            state.sessions.insert(session_id.clone(), session);
+            if !needs_daily {
+                state.waiting.push(session_id.clone());
+            }
+            state.claim(&session_id)
+        };
+        if needs_daily {
+            // No Daily credentials exist in this build: never a made-up room.
+            tracing::warn!(%session_id, "a Daily room asked for, and no Daily credentials");
+            let detail = Detail::ended(TRANSPORT_NOT_CONFIGURED);
+            self.report_session(&agent, &session_id, "failed", detail)
+                .await;
+            return;
+        }
+        match claimed {
+            Some((replica, address)) => self.hand_over(session_id, replica, address, false),
+            None => {
+                tracing::info!(%session_id, "no idle ready replica: the session waits (cold start)")
+            }
+        }
+    }
+
+    /// Gives each waiting session an idle ready replica of its deployment, oldest first.
+    pub(super) fn claim_waiting(self: &Arc<Self>) {
+        let claims: Vec<_> = {
+            let mut state = self.lock();
+            let waiting = state.waiting.clone();
+            waiting
+                .into_iter()
+                .filter_map(|session_id| {
+                    let (replica, address) = state.claim(&session_id)?;
+                    Some((session_id, replica, address))
+                })
+                .collect()
+        };
+        for (session_id, replica, address) in claims {
+            self.hand_over(session_id, replica, address, true);
+        }
+    }
+
+    pub(super) async fn session_stop_requested(
+        self: &Arc<Self>,
+        agent: &AgentRef,
+        session_id: &str,
+    ) {
+        let ended = {
+            let mut state = self.lock();
+            if !state.sessions.contains_key(session_id) {
+                // Never asked of this data plane: ended, so a late request claims nothing.
+                state
+                    .sessions
+                    .insert(session_id.to_owned(), Session::ended(agent.clone()));
+                Some(None)
+            } else {
+                state.end_session(session_id)
+            }
+        };
+        let Some(replica) = ended else {
+            return;
+        };
+        tracing::info!(%session_id, replica = ?replica, "session stop requested");
+        self.report_session(
+            agent,
+            session_id,
+            "ended",
+            Detail::ended(completion::TERMINATED),
+        )
+        .await;
+        if let Some(replica) = replica {
+            self.stop_replica(replica);
+        }
+    }
+
+    /// The replica holding the session exited (the loop saw it).
+    pub(super) async fn session_exited(
+        self: &Arc<Self>,
+        session_id: &str,
+        labels: &ReplicaLabels,
+        reason: &ExitReason,
+    ) {
+        let Some(agent) = self.end(session_id) else {
+            return;
+        };
+        self.shipper.platform_line(
+            labels,
+            Some(session_id),
+            &format!("replica exited: {reason}"),
+        );
+        tracing::info!(%session_id, %reason, "the replica holding a session exited");
+        self.report_session(
+            &agent,
+            session_id,
+            "ended",
+            Detail::ended(completion::AGENT_ERROR),
+        )
+        .await;
+    }
+
+    /// Ends the session if nobody has: its agent, to report it.
+    fn end(&self, session_id: &str) -> Option<AgentRef> {
+        let mut state = self.lock();
+        state.end_session(session_id)?;
+        state
+            .sessions
+            .get(session_id)
+            .map(|session| session.agent.clone())
+    }
+
+    fn hand_over(
+        self: &Arc<Self>,
+        session_id: String,
+        replica: ReplicaId,
+        address: SocketAddr,
+        cold: bool,
+    ) {
+        let this = self.clone();
+        tokio::spawn(async move { this.hold(session_id, replica, address, cold).await });
+    }
+
+    /// Hands the session to the replica, reports it started, and waits for its end.
+    async fn hold(
+        self: Arc<Self>,
+        session_id: String,
+        replica: ReplicaId,
+        address: SocketAddr,
+        cold: bool,
+    ) {
+        let taken = {
+            let state = self.lock();
+            state.sessions.get(&session_id).map(|session| {
+                (
+                    session.agent.clone(),
+                    session.request.clone(),
+                    session.requested_at,
+                )
+            })
+        };
+        let Some((agent, request, requested_at)) = taken else {
+            return;
+        };
+        let at = OffsetDateTime::now_utc();
+        let held = match contract::hand_over(address, &request).await {
+            Ok(held) => held,
+            Err(error) => {
+                tracing::warn!(%session_id, %replica, %error, "the replica did not take the session");
+                if self.end(&session_id).is_some() {
+                    let detail = Detail::ended(completion::AGENT_ERROR);
+                    self.report_session(&agent, &session_id, "failed", detail)
+                        .await;
+                }
+                self.stop_replica(replica);
+                return;
+            }
+        };
+        let stopped = self
+            .lock()
+            .sessions
+            .get(&session_id)
+            .is_none_or(|session| session.phase == SessionPhase::Ended);
+        if stopped {
+            return;
+        }
+        self.shipper.hand_over(&replica, &session_id, at);
+        let detail = Detail {
+            completion: None,
+            bot_start_seconds: Some(requested_at.elapsed().as_secs_f64()),
+            cold_start: Some(cold),
+        };
+        tracing::info!(%session_id, %replica, cold, "session started");
+        self.report_session(&agent, &session_id, "started", detail)
+            .await;
+        let outcome = held.outcome().await;
+        self.answered(&agent, &session_id, replica, outcome).await;
+    }
+
+    /// `POST /bot` was answered, or its connection closed.
+    async fn answered(
+        self: &Arc<Self>,
+        agent: &AgentRef,
+        session_id: &str,
+        replica: ReplicaId,
+        outcome: BotOutcome,
+    ) {
+        let completion = match &outcome {
+            BotOutcome::Completed => completion::COMPLETED,
+            BotOutcome::AgentError { .. } => completion::AGENT_ERROR,
+        };
+        // A closed connection may be the replica's exit: its reason is the platform's line.
+        let exit = match outcome {
+            BotOutcome::AgentError { .. } => self.exit_of(&replica).await,
+            BotOutcome::Completed => None,
+        };
+        let labels = self.lock().replicas.get(&replica).map(|r| r.labels.clone());
+        if self.end(session_id).is_none() {
+            return;
+        }
+        if let (Some(reason), Some(labels)) = (&exit, &labels) {
+            self.shipper.platform_line(
+                labels,
+                Some(session_id),
+                &format!("replica exited: {reason}"),
+            );
+        }
+        tracing::info!(%session_id, %replica, ?outcome, "session ended");
+        self.report_session(agent, session_id, "ended", Detail::ended(completion))
+            .await;
+        self.stop_replica(replica);
+    }
+
+    /// Why the replica exited, if a listing shows it has (a few ticks at most).
+    async fn exit_of(&self, replica: &ReplicaId) -> Option<ExitReason> {
+        for _ in 0..EXIT_LOOKS {
+            if let Ok(views) = self.engine.list(&self.config.stack).await {
+                match views.into_iter().find(|view| view.id == *replica) {
+                    Some(view) => {
+                        if let ReplicaStatus::Exited(reason) = view.status {
+                            return Some(reason);
+                        }
+                    }
+                    None => return None,
+                }
+            }
+            tokio::time::sleep(self.config.tick).await;
+        }
+        None
+    }
+
+    async fn report_session(
+        &self,
+        agent: &AgentRef,
+        session_id: &str,
+        state: &'static str,
+        detail: Detail,
+    ) {
+        self.reports
+            .session(SessionStatus {
+                namespace: agent.namespace.clone(),
+                agent: agent.name.clone(),
+                session_id: session_id.to_owned(),
+                state,
+                ws_url: None,
+                daily_room: None,
+                daily_token: None,
+                completion_status: detail.completion,
+                bot_start_seconds: detail.bot_start_seconds,
+                cold_start: detail.cold_start,
+                observed_at: OffsetDateTime::now_utc(),
+            })
+            .await;
+    }
+}

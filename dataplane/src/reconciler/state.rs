@@ -1,0 +1,200 @@
+//! What the data plane holds in memory: the deployments it knows, the replicas it runs (the
+//! engine's labels say whose they are; their phase is ours) and the sessions it was asked for.
+//! Changed under one lock, never across an await: a claim is one change, so two sessions never
+//! share a replica.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use super::deployments::Deployments;
+use super::plan::Running;
+use crate::contract::BotRequest;
+use crate::events::AgentRef;
+use crate::replica::{ReplicaId, ReplicaLabels};
+
+/// Where a replica is in its one life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// Running, `/readyz` not yet 200.
+    Starting { since: Instant },
+    /// Ready, holding no session.
+    Idle,
+    /// Claimed by a session (being handed it, or holding it); never idle again.
+    Held { session_id: String },
+    /// Asked to stop; gone from the map once the engine removed it.
+    Stopping,
+}
+
+#[derive(Debug)]
+pub struct Replica {
+    pub labels: ReplicaLabels,
+    pub address: Option<SocketAddr>,
+    pub phase: Phase,
+    /// When the data plane first knew it: a listing asked for earlier may not show it yet.
+    pub known_since: Instant,
+}
+
+/// Where a session is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionPhase {
+    /// Waiting for a ready replica of its deployment (a cold start).
+    Waiting,
+    /// A replica is claimed for it: being handed over, or holding it.
+    Held { replica: ReplicaId },
+    /// Reported ended or failed: nothing more happens to it, and a repeat of its request
+    /// claims nothing.
+    Ended,
+}
+
+#[derive(Debug)]
+pub struct Session {
+    pub agent: AgentRef,
+    pub deployment_id: String,
+    pub request: BotRequest,
+    /// When the data plane took its `Session Requested`: `botStartSeconds` runs from here.
+    pub requested_at: Instant,
+    pub phase: SessionPhase,
+}
+
+impl Session {
+    /// A session this data plane was never asked for, stopped: kept so that a late request of
+    /// it claims nothing.
+    pub fn ended(agent: AgentRef) -> Self {
+        Session {
+            agent,
+            deployment_id: String::new(),
+            request: BotRequest {
+                session_id: String::new(),
+                body: serde_json::Value::Null,
+                transport: None,
+                room: None,
+            },
+            requested_at: Instant::now(),
+            phase: SessionPhase::Ended,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct State {
+    pub deployments: Deployments,
+    pub replicas: BTreeMap<ReplicaId, Replica>,
+    pub sessions: HashMap<String, Session>,
+    /// Sessions waiting, in the order they were asked for.
+    pub waiting: Vec<String>,
+    /// Replicas asked to stop: never adopted again, stopped again if still listed.
+    pub condemned: HashSet<ReplicaId>,
+}
+
+impl State {
+    /// What the deployment runs, for the plan.
+    pub fn running(&self, deployment_id: &str) -> Running {
+        let mut running = Running::default();
+        for (id, replica) in &self.replicas {
+            if replica.labels.deployment_id != deployment_id {
+                continue;
+            }
+            match replica.phase {
+                Phase::Starting { .. } => running.starting.push(id.clone()),
+                Phase::Idle => running.idle.push(id.clone()),
+                Phase::Held { .. } => running.busy.push(id.clone()),
+                Phase::Stopping => running.stopping += 1,
+            }
+        }
+        running.launching = self
+            .deployments
+            .get(deployment_id)
+            .map_or(0, |deployment| deployment.launching);
+        running.waiting = self
+            .waiting
+            .iter()
+            .filter(|id| {
+                self.sessions
+                    .get(*id)
+                    .is_some_and(|session| session.deployment_id == deployment_id)
+            })
+            .count()
+            .try_into()
+            .unwrap_or(u32::MAX);
+        running
+    }
+
+    /// Deployment ids of replicas the data plane runs but does not know the deployment of.
+    pub fn unknown_deployments(&self) -> HashSet<String> {
+        self.replicas
+            .values()
+            .map(|replica| &replica.labels.deployment_id)
+            .filter(|id| self.deployments.get(id).is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// Claims an idle ready replica of the session's deployment for it: the replica and where
+    /// its contract answers.
+    pub fn claim(&mut self, session_id: &str) -> Option<(ReplicaId, SocketAddr)> {
+        let session = self.sessions.get_mut(session_id)?;
+        if session.phase != SessionPhase::Waiting {
+            return None;
+        }
+        let (id, replica) = self.replicas.iter_mut().find(|(_, replica)| {
+            replica.phase == Phase::Idle
+                && replica.address.is_some()
+                && replica.labels.deployment_id == session.deployment_id
+        })?;
+        let address = replica.address?;
+        replica.phase = Phase::Held {
+            session_id: session_id.to_owned(),
+        };
+        session.phase = SessionPhase::Held {
+            replica: id.clone(),
+        };
+        self.waiting.retain(|waiting| waiting != session_id);
+        Some((id.clone(), address))
+    }
+
+    /// Marks the replica stopping; true when it was not already (the caller then stops it).
+    pub fn condemn(&mut self, id: &ReplicaId) -> bool {
+        let fresh = self.condemned.insert(id.clone());
+        if let Some(replica) = self.replicas.get_mut(id) {
+            let was = std::mem::replace(&mut replica.phase, Phase::Stopping);
+            return was != Phase::Stopping || fresh;
+        }
+        fresh
+    }
+
+    /// Ends the session if it has not ended: its replica, if it had one (now stopping).
+    /// `None` when it had ended already (someone else reports it).
+    pub fn end_session(&mut self, session_id: &str) -> Option<Option<ReplicaId>> {
+        let session = self.sessions.get_mut(session_id)?;
+        let was = std::mem::replace(&mut session.phase, SessionPhase::Ended);
+        self.waiting.retain(|waiting| waiting != session_id);
+        match was {
+            SessionPhase::Ended => None,
+            SessionPhase::Waiting => Some(None),
+            SessionPhase::Held { replica } => {
+                self.condemn(&replica);
+                Some(Some(replica))
+            }
+        }
+    }
+
+    /// Ready replicas of the deployment, and those holding sessions.
+    pub fn ready_counts(&self, deployment_id: &str) -> (u32, u32) {
+        let (mut ready, mut busy) = (0, 0);
+        for replica in self.replicas.values() {
+            if replica.labels.deployment_id != deployment_id {
+                continue;
+            }
+            match replica.phase {
+                Phase::Idle => ready += 1,
+                Phase::Held { .. } => {
+                    ready += 1;
+                    busy += 1;
+                }
+                Phase::Starting { .. } | Phase::Stopping => {}
+            }
+        }
+        (ready, busy)
+    }
+}

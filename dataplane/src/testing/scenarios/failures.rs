@@ -1,0 +1,115 @@
+//! Deployments none of whose replicas can become ready (contract section 12, "Readiness and
+//! health"): each reported `failed` with a code the customer can act on.
+
+use std::time::Duration;
+
+use serde_json::json;
+use shared::agent::status::MAX_ERROR_MESSAGE_BYTES;
+
+use super::{Harness, Running, agent};
+use crate::replica::ReplicaStatus;
+
+fn error_of(report: &shared::agent::StatusReport) -> (&str, &str) {
+    let error = report.error.as_ref().expect("a failed report has an error");
+    assert!(error.message.len() <= MAX_ERROR_MESSAGE_BYTES, "{error:?}");
+    (error.code.as_str(), error.message.as_str())
+}
+
+/// A container that exits at every start: `CRASH_LOOP`, with its exit code, the restart count
+/// and the last lines it wrote.
+pub async fn a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines<H: Harness>(
+    harness: &H,
+) {
+    let sets: &[(&str, &[(&str, &str)])] = &[("crash", &[("EXAMPLE_EXIT_AT_START", "3")])];
+    let running = Running::start(harness, sets).await;
+    let agent = agent("crash-loop");
+    let options = json!({"secretSet": "crash"});
+    let deployment = running
+        .deploy(&agent, &harness.example_image(), (1, 2), options)
+        .await;
+    let failed = running.failed(&deployment).await;
+    let (code, message) = error_of(&failed);
+    assert_eq!(code, "CRASH_LOOP");
+    assert!(message.contains("code 3"), "{message}");
+    assert!(message.contains("restarted 2 times"), "{message}");
+    assert!(message.contains("starting"), "the last lines: {message}");
+    running.finish().await;
+}
+
+/// A replica killed for memory before it is ready, every time: `OOM_KILLED`, naming the
+/// profile's memory.
+pub async fn an_oom_kill_at_start_is_reported_failed<H: Harness>(harness: &H) {
+    // Never ready on its own, so each replica is still starting when it is killed.
+    let sets: &[(&str, &[(&str, &str)])] = &[("slow", &[("EXAMPLE_READY_AFTER_SECONDS", "600")])];
+    let running = Running::start(harness, sets).await;
+    let agent = agent("greedy");
+    let options = json!({"secretSet": "slow"});
+    let deployment = running
+        .deploy(&agent, &harness.example_image(), (1, 2), options)
+        .await;
+    let killing = async {
+        loop {
+            for view in running.replicas(&deployment).await {
+                harness.oom_kill(&view.id).await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let failed = tokio::select! {
+        failed = running.failed(&deployment) => failed,
+        () = killing => unreachable!("the killing never ends"),
+    };
+    let (code, message) = error_of(&failed);
+    assert_eq!(code, "OOM_KILLED");
+    assert!(message.contains("1024 MiB"), "{message}");
+    running.finish().await;
+}
+
+/// An image no registry has: `IMAGE_PULL_FAILED` at once, with the registry's message.
+pub async fn an_unpullable_image_is_reported_failed_at_once<H: Harness>(harness: &H) {
+    let running = Running::start(harness, &[]).await;
+    let agent = agent("unpullable");
+    let deployment = running
+        .deploy(&agent, &harness.absent_image(), (1, 2), json!({}))
+        .await;
+    let failed = running.failed(&deployment).await;
+    let (code, message) = error_of(&failed);
+    assert_eq!(code, "IMAGE_PULL_FAILED");
+    assert!(!message.is_empty());
+    let failures = running.reports.deployments();
+    assert_eq!(
+        failures.len(),
+        1,
+        "reported once, at the first failure: {failures:#?}"
+    );
+    running.finish().await;
+}
+
+/// No 200 from `/readyz` within the readiness timeout: `READINESS_TIMEOUT`, and the replicas
+/// that timed out are gone.
+pub async fn a_readiness_timeout_is_reported_failed<H: Harness>(harness: &H) {
+    let sets: &[(&str, &[(&str, &str)])] = &[("slow", &[("EXAMPLE_READY_AFTER_SECONDS", "600")])];
+    let running = Running::start_with(harness, sets, |config| {
+        config.readiness_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let agent = agent("sleepy");
+    let options = json!({"secretSet": "slow"});
+    let deployment = running
+        .deploy(&agent, &harness.example_image(), (1, 2), options)
+        .await;
+    let failed = running.failed(&deployment).await;
+    let (code, message) = error_of(&failed);
+    assert_eq!(code, "READINESS_TIMEOUT");
+    assert!(message.contains("/readyz"), "{message}");
+    running
+        .until("at most the one replica being tried", |views| {
+            views
+                .iter()
+                .filter(|v| v.status == ReplicaStatus::Running)
+                .count()
+                <= 1
+        })
+        .await;
+    running.finish().await;
+}

@@ -1,0 +1,129 @@
+//! A deployment's replicas and its warm reserve (contract section 12, "A replica", "Warm
+//! reserve and scale").
+
+use serde_json::json;
+
+use super::{Harness, Running, WAIT, agent};
+use crate::replica::{Limits, ReplicaStatus};
+
+/// Create -> replicas with the profile's limits, `PORT=8080` then the env set's keys, and the
+/// labels naming stack, namespace, agent, serviceId and deploymentId -> reported `ready`.
+pub async fn a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_and_is_reported_ready<
+    H: Harness,
+>(
+    harness: &H,
+) {
+    let sets: &[(&str, &[(&str, &str)])] = &[("voice", &[("OPENAI_API_KEY", "sk-scenario")])];
+    let running = Running::start(harness, sets).await;
+    let agent = agent("limits");
+    let options = json!({"agentProfile": "agent-2x", "secretSet": "voice"});
+    let deployment = running
+        .deploy(&agent, &harness.example_image(), (2, 3), options)
+        .await;
+    let ready = running.ready(&deployment).await;
+    assert!(ready.ready_replicas >= 1, "{ready:?}");
+    assert_eq!(ready.active_session_count, 0);
+    for id in running.until_replicas(&deployment, 2).await {
+        let inspected = harness.inspect(&id).await.expect("a running replica");
+        assert_eq!(inspected.limits, Limits::of_resources("1", "2Gi").unwrap());
+        let labels = &inspected.labels;
+        assert_eq!(
+            (
+                labels.stack.as_str(),
+                labels.namespace.as_str(),
+                labels.agent.as_str()
+            ),
+            (running.stack.as_str(), agent.namespace.as_str(), "limits")
+        );
+        assert_eq!(labels.service_id, "service-limits");
+        assert_eq!(labels.deployment_id, deployment);
+        let env: Vec<(&str, &str)> = inspected
+            .env
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        assert_eq!(env, [("PORT", "8080"), ("OPENAI_API_KEY", "sk-scenario")]);
+    }
+    running.finish().await;
+}
+
+/// The reserve (`minReplicas` idle ready replicas) is kept, and refilled after a session
+/// takes one of them.
+pub async fn the_reserve_is_kept_and_refilled_after_a_session<H: Harness>(harness: &H) {
+    let running = Running::start(harness, &[]).await;
+    let agent = agent("reserve");
+    let deployment = running
+        .deploy(&agent, &harness.example_image(), (2, 4), json!({}))
+        .await;
+    running.ready(&deployment).await;
+    let before = running.until_replicas(&deployment, 2).await;
+    let session = running
+        .request_session(&agent, &deployment, json!({"durationSeconds": 30}))
+        .await;
+    running
+        .reports
+        .wait_for_session_state(WAIT, &session, "started")
+        .await;
+    // One holds the session, and two more are idle beside it.
+    let during = running.until_replicas(&deployment, 3).await;
+    assert!(
+        before.iter().all(|id| during.contains(id)),
+        "{before:?} {during:?}"
+    );
+    let mut held = Vec::new();
+    for id in &during {
+        if harness.sessions_of(id).await.contains(&session) {
+            held.push(id.clone());
+        }
+    }
+    assert_eq!(held.len(), 1, "one replica holds the session: {held:?}");
+    running.stop_session(&agent, &session).await;
+    running
+        .until(
+            "back to a reserve of two without the session's replica",
+            |views| {
+                let live: Vec<_> = views
+                    .iter()
+                    .filter(|view| view.status == ReplicaStatus::Running)
+                    .collect();
+                live.len() == 2 && live.iter().all(|view| view.id != held[0])
+            },
+        )
+        .await;
+    running.finish().await;
+}
+
+/// Never more than `maxReplicas` replicas in all, whatever is asked of the deployment.
+pub async fn never_more_than_max_replicas<H: Harness>(harness: &H) {
+    let running = Running::start(harness, &[]).await;
+    let agent = agent("capped");
+    let deployment = running
+        .deploy(&agent, &harness.example_image(), (1, 2), json!({}))
+        .await;
+    running.ready(&deployment).await;
+    let mut sessions = Vec::new();
+    for _ in 0..4 {
+        let body = json!({"durationSeconds": 30});
+        sessions.push(running.request_session(&agent, &deployment, body).await);
+    }
+    for session in &sessions[..2] {
+        running
+            .reports
+            .wait_for_session_state(WAIT, session, "started")
+            .await;
+    }
+    // Both replicas are busy and two sessions still wait: the cap holds through many passes.
+    for _ in 0..20 {
+        let all = running.all_replicas().await;
+        assert!(all.len() <= 2, "more than maxReplicas: {all:#?}");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    for session in &sessions[2..] {
+        assert!(
+            running.reports.session_reports(session).is_empty(),
+            "a session started beyond the cap: {:?}",
+            running.reports.session_reports(session)
+        );
+    }
+    running.finish().await;
+}
