@@ -63,10 +63,7 @@ async fn a_replica_runs_with_its_labels_limits_and_environment_and_no_privilege(
     assert!(env.iter().any(|var| var == "PORT=8080"), "PORT=8080 is set");
     let expected = format!("OPENAI_API_KEY={secret}");
     // Compared, never printed.
-    assert!(
-        env.contains(&expected),
-        "the secret set's key is set"
-    );
+    assert!(env.contains(&expected), "the secret set's key is set");
 }
 
 #[tokio::test]
@@ -215,6 +212,53 @@ async fn its_lines_carry_the_engines_timestamps_and_end_when_it_stops() {
 }
 
 #[tokio::test]
+async fn a_line_over_16_kib_arrives_in_parts_marked_partial() {
+    let (engine, stack) = (engine().await, Stack::new());
+    let id = engine.run(&stack.spec("acme", &[])).await.expect("run");
+    let views = listed_until(&engine, &stack, |views| {
+        views.iter().any(|view| view.address.is_some())
+    })
+    .await;
+    let address = views[0].address.expect("an address");
+    ready(address).await;
+    // The agent logs the body's keys on one line: a key of 20,000 bytes makes it a long one.
+    let key = "k".repeat(20_000);
+    let body = format!(r#"{{"durationSeconds": 0, "{key}": 1}}"#);
+    let answer = http(address, "POST", "/bot", &body).await;
+    assert_eq!(answer.map(|(status, _)| status), Some(200));
+
+    let mut lines = engine.logs(&id, None);
+    let mut seen: Vec<LogLine> = Vec::new();
+    let until_ending = async {
+        while let Some(line) = lines.next().await {
+            let line = line.expect("a line");
+            let ending = line.text.ends_with("- session ending");
+            seen.push(line);
+            if ending {
+                return;
+            }
+        }
+    };
+    timeout(Duration::from_secs(30), until_ending)
+        .await
+        .expect("the session's lines within 30 s");
+    let first_part = seen
+        .iter()
+        .position(|line| line.partial)
+        .expect("a part of a line");
+    let rest = seen[first_part..]
+        .iter()
+        .position(|line| !line.partial)
+        .expect("the line's last part");
+    let whole: String = seen[first_part..=first_part + rest]
+        .iter()
+        .map(|line| line.text.as_str())
+        .collect();
+    assert!(rest >= 1, "split in two parts at least");
+    assert!(whole.contains("session started") && whole.contains(&key));
+}
+
+#[tokio::test]
 async fn the_lines_of_no_replica_are_no_such_replica() {
     let engine = engine().await;
     let missing = ReplicaId("0123456789ab".to_owned());
@@ -269,6 +313,22 @@ async fn each_namespace_has_its_network_and_no_replica_reaches_another() {
             "{why} replica from alpha's first"
         );
     }
+}
+
+#[tokio::test]
+async fn a_namespaces_network_is_removed_by_a_prune_once_no_replica_uses_it() {
+    let (engine, stack) = (engine().await, Stack::new());
+    let gone = engine.run(&stack.spec("alpha", &[])).await.expect("run");
+    engine.run(&stack.spec("beta", &[])).await.expect("run");
+    engine.stop(&gone, STOP_GRACE).await.expect("stop");
+    engine.prune_networks(&stack.name).await.expect("prune");
+    let alpha = docker_networks_named(&network_name(&stack.name, "alpha")).await;
+    let beta = docker_networks_named(&network_name(&stack.name, "beta")).await;
+    assert_eq!(
+        (alpha, beta),
+        (0, 1),
+        "the unused one removed, the used one kept"
+    );
 }
 
 async fn docker_networks_named(name: &str) -> usize {

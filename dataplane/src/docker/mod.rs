@@ -28,6 +28,9 @@ use crate::engine::{Engine, EngineError, LogLine, RunError};
 use crate::replica::{ReplicaId, ReplicaSpec, ReplicaView};
 use error::Failure;
 
+/// How long past a stop's grace the daemon may take to answer (the kill, the exit's record).
+const STOP_ANSWER_MARGIN: Duration = Duration::from_secs(60);
+
 /// The Docker Engine on this host's socket.
 pub struct DockerEngine {
     docker: Docker,
@@ -126,7 +129,10 @@ impl Engine for DockerEngine {
             t: Some(i32::try_from(grace.as_secs()).unwrap_or(i32::MAX)),
             ..Default::default()
         };
-        match self.docker.stop_container(&replica.0, Some(options)).await {
+        // The daemon answers once the replica is gone, up to `grace` later: the client's
+        // own timeout (2 minutes) must not cut that short.
+        let docker = self.docker.clone().with_timeout(grace + STOP_ANSWER_MARGIN);
+        match docker.stop_container(&replica.0, Some(options)).await {
             Ok(()) => {}
             Err(err) => match error::failure(err) {
                 Failure::NotFound(_) => return Ok(()),
