@@ -2,6 +2,9 @@
 //! function at init (fail fast) instead of failing every request.
 
 use std::env;
+use std::sync::OnceLock;
+
+use crate::manifest::DeploymentMode;
 
 #[derive(Debug, thiserror::Error)]
 #[error("environment variable {0} must be set")]
@@ -57,6 +60,9 @@ pub const DEFAULT_SESSION_START_WAIT_SECONDS: u64 = 10;
 /// The most a start may wait: the start function's timeout (25 s) stays above it, and API
 /// Gateway's 29 s above that.
 pub const MAX_SESSION_START_WAIT_SECONDS: u64 = 20;
+/// The engine this stack runs agents on, named in every manifest: `ecs-fargate` (template.yaml
+/// sets it for every function), `docker` or `simulated` (scripts/stack.sh, locally).
+pub const DEPLOYMENT_MODE: &str = "DEPLOYMENT_MODE";
 /// The region Lambda runs a function in.
 pub const AWS_REGION: &str = "AWS_REGION";
 /// The region of local runs when the environment names none (DynamoDB Local and moto ignore it).
@@ -75,6 +81,31 @@ pub enum ConfigError {
     BadRetention(&'static str),
     #[error("environment variable {0} must be a whole number of seconds from 0 to 20")]
     BadWait(&'static str),
+    #[error("environment variable {0} must be ecs-fargate, docker or simulated")]
+    BadDeploymentMode(&'static str),
+}
+
+/// The mode `DEPLOYMENT_MODE` gives. Unset, it is `simulated`: nothing configured an engine
+/// (unit tests, a handler run in-process), and every stack sets it.
+pub fn deployment_mode_of(variable: Option<String>) -> Result<DeploymentMode, ConfigError> {
+    match variable {
+        None => Ok(DeploymentMode::Simulated),
+        Some(name) => {
+            DeploymentMode::named(&name).ok_or(ConfigError::BadDeploymentMode(DEPLOYMENT_MODE))
+        }
+    }
+}
+
+/// This stack's mode, read once per process. `Config::from_env` refuses a name that is no mode
+/// at cold start, so a function never reads one here; a tool or test that does gets `simulated`.
+pub fn deployment_mode() -> DeploymentMode {
+    static MODE: OnceLock<DeploymentMode> = OnceLock::new();
+    *MODE.get_or_init(|| {
+        deployment_mode_of(optional(DEPLOYMENT_MODE)).unwrap_or_else(|error| {
+            tracing::warn!(%error, "taking the deployment mode for simulated");
+            DeploymentMode::Simulated
+        })
+    })
 }
 
 /// How long a session start waits for the data plane's report.
@@ -124,6 +155,9 @@ impl Config {
                 .filter(|days| (1..=3650).contains(days))
                 .ok_or(ConfigError::BadRetention(LOG_RETENTION_DAYS))?,
         };
+        // Checked at cold start, so that a misspelt mode stops the function instead of being
+        // named in manifests; they read it through `deployment_mode`.
+        deployment_mode_of(optional(DEPLOYMENT_MODE))?;
         Ok(Config {
             tables: TableNames {
                 agents: table(AGENTS_TABLE)?,
@@ -149,6 +183,18 @@ mod tests {
         assert_eq!(wait(Some("20")), Some(Duration::from_secs(20)));
         for refused in ["21", "-1", "ten", "1.5"] {
             assert_eq!(wait(Some(refused)), None, "{refused}");
+        }
+    }
+
+    #[test]
+    fn the_deployment_mode_is_ecs_fargate_docker_or_simulated_and_simulated_when_unset() {
+        let mode = |value: Option<&str>| deployment_mode_of(value.map(str::to_owned)).ok();
+        assert_eq!(mode(None), Some(DeploymentMode::Simulated));
+        assert_eq!(mode(Some("ecs-fargate")), Some(DeploymentMode::EcsFargate));
+        assert_eq!(mode(Some("docker")), Some(DeploymentMode::Docker));
+        assert_eq!(mode(Some("simulated")), Some(DeploymentMode::Simulated));
+        for refused in ["keda", "Docker", "ecs_fargate", " docker"] {
+            assert_eq!(mode(Some(refused)), None, "{refused}");
         }
     }
 }

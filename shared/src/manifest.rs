@@ -10,8 +10,41 @@ use crate::catalog::{NOISE_MODEL_PATH_VARIABLE, NOISE_MODEL_VERSION, NoiseFilter
 
 pub const API_VERSION: &str = "agent-hosting/v1";
 pub const KIND: &str = "AgentService";
-/// Scale-to-zero, event-driven autoscaling (the anchor product's mode).
-pub const DEPLOYMENT_MODE: &str = "keda";
+
+/// The engine a stack runs its agents on (contract section 12), named by every manifest it makes
+/// (`spec.deploymentMode`). The stack's configuration says which (`config::deployment_mode`). A
+/// stored manifest keeps the mode it was made with (`keda` before the data plane ran agents),
+/// so the manifest holds the name, not this enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeploymentMode {
+    /// Amazon ECS on Fargate: the deployed stack.
+    EcsFargate,
+    /// The Docker Engine: a local stack.
+    Docker,
+    /// No engine: a simulation reports what an engine would (only where none can run).
+    Simulated,
+}
+
+impl DeploymentMode {
+    pub const ALL: [DeploymentMode; 3] = [
+        DeploymentMode::EcsFargate,
+        DeploymentMode::Docker,
+        DeploymentMode::Simulated,
+    ];
+
+    /// Its name in `spec.deploymentMode` and in `DEPLOYMENT_MODE`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeploymentMode::EcsFargate => "ecs-fargate",
+            DeploymentMode::Docker => "docker",
+            DeploymentMode::Simulated => "simulated",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|mode| mode.as_str() == name)
+    }
+}
 
 /// `{minReplicas, maxReplicas}`: the response form of the auto-scaling object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +73,7 @@ pub struct Metadata {
 #[serde(rename_all = "camelCase")]
 pub struct ManifestSpec {
     pub daily_node_type: String,
+    /// A [`DeploymentMode`]'s name, or the mode of a manifest stored before them.
     pub deployment_mode: String,
     pub cluster_local: bool,
     pub image: String,

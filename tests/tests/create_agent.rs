@@ -87,7 +87,7 @@ async fn create_answers_201_with_every_member_and_stores_it() {
             "metadata": {"name": "voice-bot", "namespace": caller.namespace},
             "spec": {
                 "dailyNodeType": "arm",
-                "deploymentMode": "keda",
+                "deploymentMode": shared::config::deployment_mode().as_str(),
                 "clusterLocal": true,
                 "image": image,
                 "imagePullSecretNames": ["ghcr-pull"],

@@ -3,7 +3,7 @@
 
 use crate::catalog::{NOISE_FILTERS, PROFILES};
 use crate::manifest::{
-    API_VERSION, DEPLOYMENT_MODE, Enabled, KIND, Manifest, ManifestSpec, Metadata, NoiseVivaSpec,
+    API_VERSION, DeploymentMode, Enabled, KIND, Manifest, ManifestSpec, Metadata, NoiseVivaSpec,
     Resources,
 };
 
@@ -11,8 +11,17 @@ use super::AgentConfig;
 
 impl AgentConfig {
     /// The manifest of a deployment of agent `name` in `namespace`, resolved from this whole
-    /// configuration.
+    /// configuration, on the engine this stack runs agents on.
     pub fn manifest(&self, name: &str, namespace: &str) -> Manifest {
+        self.manifest_for(crate::config::deployment_mode(), name, namespace)
+    }
+
+    /// The manifest of a deployment on the engine `mode`.
+    pub fn manifest_for(&self, mode: DeploymentMode, name: &str, namespace: &str) -> Manifest {
+        self.manifest_in_mode(mode.as_str(), name, namespace)
+    }
+
+    fn manifest_in_mode(&self, mode: &str, name: &str, namespace: &str) -> Manifest {
         Manifest {
             api_version: API_VERSION.to_owned(),
             kind: KIND.to_owned(),
@@ -22,7 +31,7 @@ impl AgentConfig {
             },
             spec: ManifestSpec {
                 daily_node_type: self.node_type.to_owned(),
-                deployment_mode: DEPLOYMENT_MODE.to_owned(),
+                deployment_mode: mode.to_owned(),
                 cluster_local: true,
                 image: self.image.clone(),
                 image_pull_secret_names: self.image_pull_secret_set.iter().cloned().collect(),
@@ -47,8 +56,8 @@ impl AgentConfig {
     /// The configuration [`AgentConfig::manifest`] made `manifest` from, for agents of a version that
     /// kept only the manifest (upgrading, see the operator's `migrate-first-slice`): each
     /// profile and noise filter the tables know is tried (`profile_hint`, the name that version
-    /// kept, first), and the one that builds exactly this manifest again is the answer; `None`
-    /// when none does.
+    /// kept, first), and the one that builds exactly this manifest again (in the mode it names)
+    /// is the answer; `None` when none does.
     pub fn from_manifest(manifest: &Manifest, profile_hint: Option<&str>) -> Option<Self> {
         let spec = &manifest.spec;
         let profiles = PROFILES
@@ -75,9 +84,10 @@ impl AgentConfig {
             })
         });
         let (name, namespace) = (&manifest.metadata.name, &manifest.metadata.namespace);
+        let mode = &spec.deployment_mode;
         candidates
             .into_iter()
-            .find(|config| config.manifest(name, namespace) == *manifest)
+            .find(|config| config.manifest_in_mode(mode, name, namespace) == *manifest)
     }
 }
 
@@ -148,8 +158,11 @@ mod tests {
 
     #[test]
     fn manifest_serializes_with_the_contract_member_names() {
-        let manifest =
-            config(DEFAULT_PROFILE, noise_filter_named("tel")).manifest("my-agent", "ns-9");
+        let manifest = config(DEFAULT_PROFILE, noise_filter_named("tel")).manifest_for(
+            DeploymentMode::Docker,
+            "my-agent",
+            "ns-9",
+        );
         assert_eq!(
             serde_json::to_value(&manifest).unwrap(),
             json!({
@@ -158,7 +171,7 @@ mod tests {
                 "metadata": {"name": "my-agent", "namespace": "ns-9"},
                 "spec": {
                     "dailyNodeType": "arm",
-                    "deploymentMode": "keda",
+                    "deploymentMode": "docker",
                     "clusterLocal": true,
                     "image": "ghcr.io/acme/agent:1.0",
                     "imagePullSecretNames": ["pull"],
@@ -201,5 +214,34 @@ mod tests {
         let mut manifest = full().manifest("my-agent", "ns-1");
         manifest.spec.resources.cpu = "3".into();
         assert_eq!(AgentConfig::from_manifest(&manifest, None), None);
+    }
+
+    #[test]
+    fn the_manifest_names_the_engine_this_stack_runs_agents_on() {
+        for (mode, name) in [
+            (DeploymentMode::EcsFargate, "ecs-fargate"),
+            (DeploymentMode::Docker, "docker"),
+            (DeploymentMode::Simulated, "simulated"),
+        ] {
+            let manifest = full().manifest_for(mode, "my-agent", "ns-1");
+            assert_eq!(manifest.spec.deployment_mode, name);
+        }
+        assert_eq!(
+            full().manifest("my-agent", "ns-1").spec.deployment_mode,
+            crate::config::deployment_mode().as_str()
+        );
+    }
+
+    #[test]
+    fn a_stored_manifest_gives_back_its_configuration_whatever_mode_it_was_made_in() {
+        for mode in ["keda", "ecs-fargate", "docker", "simulated"] {
+            let mut manifest = full().manifest("my-agent", "ns-1");
+            manifest.spec.deployment_mode = mode.into();
+            assert_eq!(
+                AgentConfig::from_manifest(&manifest, None),
+                Some(full()),
+                "{mode}"
+            );
+        }
     }
 }
