@@ -56,6 +56,16 @@ impl Reports for Recorded {
 }
 
 impl Recorded {
+    /// The batches, once `done` holds of them (bounded wait).
+    async fn until(&self, done: impl Fn(&[LineBatch]) -> bool) -> Vec<LineBatch> {
+        let mut sent = self.0.subscribe();
+        tokio::time::timeout(Duration::from_secs(20), sent.wait_for(|b| done(b)))
+            .await
+            .expect("the lines were shipped")
+            .expect("the recorder lives")
+            .clone()
+    }
+
     /// The batches, once they carry `lines` lines (bounded wait).
     async fn once(&self, lines: usize) -> Vec<LineBatch> {
         let mut sent = self.0.subscribe();
@@ -249,4 +259,70 @@ async fn a_platform_line_is_marked_on_stderr_in_the_sessions_stream() {
         vec!["[agent-hosting] the session was stopped"]
     );
     assert!(batches[0].events[0].2.contains(" stderr F "));
+}
+
+/// Whether a batch of the session's stream (or the deployment's) has a line containing `text`.
+fn shipped(batches: &[LineBatch], session: Option<&str>, text: &str) -> bool {
+    batches
+        .iter()
+        .filter(|b| b.session_id.as_deref() == session)
+        .any(|b| texts(b).iter().any(|t| t.contains(text)))
+}
+
+/// `POST /bot` for a session of no length, answered.
+async fn post_bot(address: std::net::SocketAddr, session_id: &str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = r#"{"durationSeconds": 0}"#;
+    let request = format!(
+        "POST /bot HTTP/1.1\r\nHost: agent\r\nContent-Type: application/json\r\n\
+         X-Daily-Session-Id: {session_id}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_string(&mut answer))
+        .await
+        .expect("answered")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test]
+async fn an_agents_lines_reach_its_streams_and_no_value_of_its_environment_ever_appears() {
+    use crate::replica::{EnvVar, Limits};
+    use crate::testing::fake::{EXAMPLE_IMAGE, FakeEngine};
+    const SECRET: &str = "sk-never-shown-4711";
+    let engine = Arc::new(FakeEngine::new());
+    let env = |name: &str, value: &str| EnvVar {
+        name: name.into(),
+        value: value.into(),
+    };
+    let spec = ReplicaSpec {
+        labels: labels(),
+        image: EXAMPLE_IMAGE.into(),
+        pull: None,
+        limits: Limits::of_resources("500m", "1Gi").unwrap(),
+        env: vec![env("PORT", "8080"), env("OPENAI_API_KEY", SECRET)],
+    };
+    let id = engine.run(&spec).await.unwrap();
+    let reports = Arc::new(Recorded::default());
+    let shipper = Shipper::new(engine.clone(), reports.clone());
+    shipper.follow(&id, &labels());
+    reports.until(|b| shipped(b, None, "ready")).await;
+    let views = engine.list(&labels().stack).await.unwrap();
+    let address = views[0].address.expect("a running replica has an address");
+    shipper.hand_over(&id, "sess-1", OffsetDateTime::now_utc());
+    post_bot(address, "sess-1").await;
+    let batches = reports
+        .until(|b| shipped(b, Some("sess-1"), "session ending"))
+        .await;
+    assert!(shipped(&batches, None, "starting"));
+    assert!(shipped(&batches, Some("sess-1"), "session started"));
+    assert!(!shipped(&batches, None, "session started"));
+    assert!(shipped(&batches, Some("sess-1"), "OPENAI_API_KEY"));
+    let messages = batches.iter().flat_map(|b| &b.events);
+    assert!(messages.clone().all(|(_, _, m)| !m.contains(SECRET)));
+    engine.stop(&id, Duration::ZERO).await.unwrap();
+    shipper.forget(&id);
 }
