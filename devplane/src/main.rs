@@ -5,32 +5,51 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod delivery;
+
 use clap::{Parser, ValueEnum};
+use data_plane::docker::DockerEngine;
+use data_plane::events::ControlEvent;
+use data_plane::reconciler::{Config, DataPlane};
+use delivery::{Delivery, Names};
 use dev_data_plane::checkpoint::Checkpoint;
 use dev_data_plane::cluster;
-use dev_data_plane::functions::{self, Function, Schedule};
-use dev_data_plane::outbox::{Message, Scheduled, SessionLines};
-use dev_data_plane::rules::{self, Rule};
+use dev_data_plane::functions;
+use dev_data_plane::outbox::Scheduled;
+use dev_data_plane::rules;
 use dev_data_plane::secrets::SetReader;
 use dev_data_plane::sessions;
 use dev_data_plane::stream::{self, BoxError, StreamReader, StreamRecord};
 use serde_json::Value;
+use shared::store::dynamodb::DynamoStore;
 use shared::store::kms::KmsKeyOpener;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 
-/// How the stack names the functions its Invoke API serves.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Names {
-    /// sam local start-lambda: the template's logical ids.
-    Logical,
-    /// cargo lambda watch: the binaries.
-    Binary,
+/// What runs the agents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum EngineKind {
+    /// The Docker Engine of this host (the simulation stands in when none answers).
+    Docker,
+    /// The simulation: no container runs; reports and lines are made up, and say so.
+    Simulated,
+}
+
+/// The data plane on the Docker Engine, reporting through the stack's Invoke API.
+type RealPlane = DataPlane<DockerEngine, DynamoStore, KmsKeyOpener, Delivery>;
+
+/// What answers the control plane's events.
+enum Plane {
+    Simulated {
+        sets: Option<Arc<SetReader>>,
+        ready_after: Duration,
+    },
+    Real(Arc<RealPlane>),
 }
 
 #[derive(Parser)]
 #[command(
     name = "dev-data-plane",
-    about = "A simulated data plane for local runs"
+    about = "The data plane for local runs: agents on the Docker Engine, or a simulation"
 )]
 struct Cli {
     #[arg(long, env = "DYNAMODB_ENDPOINT")]
@@ -63,23 +82,15 @@ struct Cli {
     /// 10 s by default, so that a session past its deadline is ended soon after); 0 runs none.
     #[arg(long, env = "DEV_SCHEDULE_EVERY_MS", default_value_t = 10_000)]
     schedule_every_ms: u64,
+    /// What runs the agents: the Docker Engine (the simulation when none answers), or the
+    /// simulation alone.
+    #[arg(long, value_enum, env = "DATA_PLANE_ENGINE", default_value = "docker")]
+    engine: EngineKind,
+    /// The label of this stack's replicas (`run-$PORT` under make run): two stacks never touch
+    /// each other's.
+    #[arg(long, env = "DATA_PLANE_STACK", default_value = "run-local")]
+    stack: String,
 }
-
-/// Delivers reports and lines through the stack's Invoke API, a bounded number at a time.
-#[derive(Clone)]
-struct Delivery {
-    http: reqwest::Client,
-    rules: Arc<Vec<Rule>>,
-    /// Where a session's lines go: the subscription's function.
-    ingest: Arc<Function>,
-    invoke_url: String,
-    names: Names,
-    permits: Arc<Semaphore>,
-}
-
-/// Attempts at delivering one report before it is given up (and said so), as EventBridge
-/// retries a target before its dead-letter queue.
-const DELIVERY_ATTEMPTS: u32 = 3;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -112,8 +123,20 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
     let mut reader = open_reader(&streams, &cli.agents_table).await;
     let mut checkpoint = Checkpoint::load(&cli.checkpoint, reader.stream_arn());
     reader.resume_after(checkpoint.resume_points().clone());
+    let delivery = Delivery::new(
+        rules,
+        functions::by_binary(&template, "ingest-logs")?,
+        cli.invoke_url.clone(),
+        cli.function_names,
+        cli.max_in_flight,
+    );
+    let plane = plane(&cli, &delivery).await?;
+    let what = match &plane {
+        Plane::Simulated { .. } => "(a simulation)".to_owned(),
+        Plane::Real(_) => format!("on the Docker Engine (stack {})", cli.stack),
+    };
     println!(
-        "dev data plane (a simulation): the stream publisher's events of {}'s stream ({} shards \
+        "dev data plane {what}: the stream publisher's events of {}'s stream ({} shards \
          resumed from {}), reports to {} after {} ms, {} at a time",
         cli.agents_table,
         checkpoint.resume_points().len(),
@@ -122,50 +145,54 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
         cli.ready_after_ms,
         cli.max_in_flight
     );
-    let delivery = Delivery {
-        http: reqwest::Client::new(),
-        rules: Arc::new(rules),
-        ingest: Arc::new(functions::by_binary(&template, "ingest-logs")?),
-        invoke_url: cli.invoke_url.clone(),
-        names: cli.function_names,
-        permits: Arc::new(Semaphore::new(usize::from(cli.max_in_flight))),
-    };
     if cli.schedule_every_ms > 0 {
         let most = Duration::from_millis(cli.schedule_every_ms);
         for schedule in functions::schedules(&template)? {
             tokio::spawn(delivery.clone().run_schedule(schedule, most));
         }
     }
-    let sets = set_reader(&cli)?.map(Arc::new);
-    let ready_after = Duration::from_millis(cli.ready_after_ms);
     // Each delivered (or abandoned) message says which record it was for.
     let (done, mut delivered) = mpsc::unbounded_channel::<(String, String)>();
+    // Only the data plane on an engine has something to stop (its replicas) when asked to end.
+    let stopped = async {
+        match &plane {
+            Plane::Real(_) => stop_signal().await,
+            Plane::Simulated { .. } => std::future::pending().await,
+        }
+    };
+    tokio::pin!(stopped);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     loop {
         tokio::select! {
             Some((shard, sequence)) = delivered.recv() => checkpoint.delivered(&shard, &sequence),
+            signal = &mut stopped => {
+                if let Plane::Real(plane) = &plane {
+                    println!("dev data plane: {signal}: stopping every replica of stack {}", cli.stack);
+                    plane.shutdown().await;
+                }
+                return checkpoint.save().map_err(Into::into);
+            }
             _ = tick.tick() => {
                 for record in poll(&mut reader).await {
                     let events = publish(&record);
-                    if let Some(sets) = &sets {
-                        receive_sets(sets, &events);
-                    }
-                    let messages: Vec<Scheduled> = events
-                        .iter()
-                        .flat_map(|event| {
-                            let mut answers = cluster::respond(event, ready_after);
-                            answers.extend(sessions::respond(event));
-                            answers
-                        })
-                        .collect();
-                    checkpoint.read(&record.shard, &record.sequence, messages.len());
-                    for scheduled in messages {
-                        let (delivery, done) = (delivery.clone(), done.clone());
-                        let origin = (record.shard.clone(), record.sequence.clone());
-                        tokio::spawn(async move {
-                            delivery.send(scheduled).await;
-                            let _ = done.send(origin);
-                        });
+                    match &plane {
+                        Plane::Simulated { sets, ready_after } => {
+                            let messages = simulate(sets.as_ref(), &events, *ready_after);
+                            checkpoint.read(&record.shard, &record.sequence, messages.len());
+                            for scheduled in messages {
+                                let (delivery, done) = (delivery.clone(), done.clone());
+                                let origin = (record.shard.clone(), record.sequence.clone());
+                                tokio::spawn(async move {
+                                    delivery.send(scheduled).await;
+                                    let _ = done.send(origin);
+                                });
+                            }
+                        }
+                        Plane::Real(plane) => {
+                            take(plane, &events).await;
+                            // Taken is delivered: the data plane reports on its own from here.
+                            checkpoint.read(&record.shard, &record.sequence, 0);
+                        }
                     }
                 }
                 if let Err(error) = checkpoint.save() {
@@ -173,6 +200,88 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
                 }
             }
         }
+    }
+}
+
+/// The data plane on the Docker Engine, running, when it is asked for and an engine answers;
+/// else the simulation, said.
+async fn plane(cli: &Cli, delivery: &Delivery) -> Result<Plane, BoxError> {
+    if cli.engine == EngineKind::Docker {
+        match DockerEngine::connect().await {
+            Ok(engine) => {
+                shared::telemetry::init();
+                let SetReader { store, keys } = secret_stores(cli, cli.kms_endpoint.as_deref())?;
+                let plane = DataPlane::new(
+                    Config::for_stack(cli.stack.clone()),
+                    Arc::new(engine),
+                    store,
+                    keys,
+                    Arc::new(delivery.clone()),
+                );
+                tokio::spawn(plane.clone().run());
+                return Ok(Plane::Real(plane));
+            }
+            Err(error) => println!(
+                "dev data plane: no Docker Engine answers ({error}): falling back to the \
+                 simulation (spec.deploymentMode: simulated)"
+            ),
+        }
+    }
+    Ok(Plane::Simulated {
+        sets: set_reader(cli)?.map(Arc::new),
+        ready_after: Duration::from_millis(cli.ready_after_ms),
+    })
+}
+
+/// What the simulated cluster sends for a record's events (and the sets it would receive).
+fn simulate(
+    sets: Option<&Arc<SetReader>>,
+    events: &[Value],
+    ready_after: Duration,
+) -> Vec<Scheduled> {
+    if let Some(sets) = sets {
+        receive_sets(sets, events);
+    }
+    events
+        .iter()
+        .flat_map(|event| {
+            let mut answers = cluster::respond(event, ready_after);
+            answers.extend(sessions::respond(event));
+            answers
+        })
+        .collect()
+}
+
+/// Hands each event the data plane takes to it (each returns promptly).
+async fn take(plane: &Arc<RealPlane>, events: &[Value]) {
+    for event in events {
+        match ControlEvent::from_bus(event) {
+            Ok(Some(event)) => plane.take(event).await,
+            Ok(None) => {}
+            Err(error) => eprintln!("dev data plane: an event the data plane cannot take: {error}"),
+        }
+    }
+}
+
+/// SIGINT or SIGTERM, named; never when they cannot be listened for (said).
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (terminate, interrupt) = match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(terminate), Ok(interrupt)) => (terminate, interrupt),
+        (Err(error), _) | (_, Err(error)) => {
+            eprintln!(
+                "dev data plane: cannot listen for SIGTERM and SIGINT ({error}); replicas are left to the stack's reaper"
+            );
+            return std::future::pending().await;
+        }
+    };
+    let (mut terminate, mut interrupt) = (terminate, interrupt);
+    tokio::select! {
+        _ = terminate.recv() => "SIGTERM",
+        _ = interrupt.recv() => "SIGINT",
     }
 }
 
@@ -218,16 +327,21 @@ fn set_reader(cli: &Cli) -> Result<Option<SetReader>, BoxError> {
         println!("dev data plane: no KMS_ENDPOINT, secret sets are not read");
         return Ok(None);
     };
+    secret_stores(cli, Some(kms_endpoint)).map(Some)
+}
+
+/// Where secret sets are read from: the agents table, and KMS (AWS's own when no endpoint).
+fn secret_stores(cli: &Cli, kms_endpoint: Option<&str>) -> Result<SetReader, BoxError> {
     let dynamodb = shared::aws::dynamodb_client(Some(&cli.endpoint))?;
     let tables = shared::config::TableNames {
         agents: cli.agents_table.clone(),
         accounts: String::new(),
         logs: String::new(),
     };
-    Ok(Some(SetReader {
-        store: shared::store::dynamodb::DynamoStore::new(dynamodb, tables),
-        keys: KmsKeyOpener::new(shared::aws::kms_client(Some(kms_endpoint))?),
-    }))
+    Ok(SetReader {
+        store: DynamoStore::new(dynamodb, tables),
+        keys: KmsKeyOpener::new(shared::aws::kms_client(kms_endpoint)?),
+    })
 }
 
 /// Reads the sets each requested deployment names, beside its reports (which do not wait).
@@ -242,125 +356,5 @@ fn receive_sets(sets: &Arc<SetReader>, events: &[Value]) {
                 println!("dev data plane: {line}");
             }
         });
-    }
-}
-
-impl Delivery {
-    /// Waits the message's delay, then sends it (a report on the simulated bus, lines to the
-    /// ingest function), tried again a few times.
-    async fn send(&self, mut scheduled: Scheduled) {
-        tokio::time::sleep(scheduled.after).await;
-        let Ok(_permit) = self.permits.acquire().await else {
-            return;
-        };
-        let message = &mut scheduled.message;
-        for attempt in 1..=DELIVERY_ATTEMPTS {
-            message.stamped(time::OffsetDateTime::now_utc());
-            let sent = match (message.bus_event(), &*message) {
-                (Some(event), _) => self.put(&event).await,
-                (None, Message::Lines(lines)) => self.ingest(lines).await,
-                (None, _) => return,
-            };
-            match sent {
-                Ok(outcomes) => {
-                    println!("dev data plane: sent {}: {outcomes}", message.describe());
-                    return;
-                }
-                Err(error) if attempt < DELIVERY_ATTEMPTS => {
-                    eprintln!(
-                        "dev data plane: a message was not delivered ({error}); trying again"
-                    );
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-                Err(error) => eprintln!(
-                    "dev data plane: {} was given up after {attempt} attempts: {error}",
-                    message.describe()
-                ),
-            }
-        }
-    }
-
-    /// The name the stack's Invoke API knows `function` by.
-    fn name_of<'a>(&self, logical: &'a str, binary: &'a str) -> &'a str {
-        match self.names {
-            Names::Logical => logical,
-            Names::Binary => binary,
-        }
-    }
-
-    /// Invokes `function` with `event`; what it answered.
-    async fn invoke(&self, function: &str, event: &Value) -> Result<String, BoxError> {
-        let response = self
-            .http
-            .post(format!(
-                "{}/2015-03-31/functions/{function}/invocations",
-                self.invoke_url
-            ))
-            .json(event)
-            .send()
-            .await?;
-        let status = response.status();
-        // Lambda's Invoke API says a function's own error in a header, with a 200.
-        let failed = response.headers().contains_key("x-amz-function-error");
-        let outcome: Value = response.json().await.unwrap_or(Value::Null);
-        if !status.is_success() || failed {
-            return Err(format!("{function}: {status} {outcome}").into());
-        }
-        Ok(format!("{status} {outcome}"))
-    }
-
-    /// Invokes the function of each rule the event matches; what they answered.
-    async fn put(&self, event: &Value) -> Result<String, BoxError> {
-        let mut outcomes = Vec::new();
-        for rule in self.rules.iter() {
-            if rules::matches(&rule.pattern, event)? {
-                let function = self.name_of(&rule.function, &rule.binary);
-                outcomes.push(self.invoke(function, event).await?);
-            }
-        }
-        Ok(outcomes.join(", "))
-    }
-
-    /// Delivers a session's lines as its log stream's subscription would.
-    async fn ingest(&self, lines: &SessionLines) -> Result<String, BoxError> {
-        let source = shared::logs::LineSource {
-            namespace: &lines.namespace,
-            agent: &lines.agent,
-            deployment_id: &lines.deployment_id,
-            session_id: Some(&lines.session_id),
-        };
-        let millis = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
-        let events: Vec<(String, i64, String)> = lines
-            .lines
-            .iter()
-            .enumerate()
-            .map(|(i, line)| {
-                let at = i64::try_from(millis).unwrap_or(0) + i as i64;
-                (format!("{at}{i:04}"), at, line.clone())
-            })
-            .collect();
-        let data = shared::logs::subscription::log_data(
-            &source.log_group(),
-            &source.log_stream(),
-            &events,
-        );
-        let event = shared::logs::subscription::subscription_event(&data);
-        let ingest = self.name_of(&self.ingest.logical, &self.ingest.binary);
-        self.invoke(ingest, &event).await
-    }
-
-    /// Invokes the schedule's function as its rule would, at least every `most`.
-    async fn run_schedule(self, schedule: Schedule, most: Duration) {
-        let mut tick = tokio::time::interval(schedule.every.min(most));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let function = &schedule.function;
-        let name = self.name_of(&function.logical, &function.binary);
-        loop {
-            tick.tick().await;
-            let event = functions::scheduled_event(time::OffsetDateTime::now_utc());
-            if let Err(error) = self.invoke(name, &event).await {
-                eprintln!("dev data plane: the schedule of {name}: {error}");
-            }
-        }
     }
 }

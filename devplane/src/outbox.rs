@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use data_plane::ports::LineBatch;
 use serde::Serialize;
 use serde_json::Value;
 use shared::agent::StatusReport;
@@ -15,6 +16,8 @@ pub enum Message {
     Deployment(StatusReport),
     Session(SessionStatus),
     Lines(SessionLines),
+    /// Lines of a replica's log stream, with their events made (the data plane on an engine).
+    Batch(LineBatch),
 }
 
 /// A message to send `after` a delay.
@@ -24,26 +27,9 @@ pub struct Scheduled {
     pub message: Message,
 }
 
-/// A `Session Status` report's detail, as the data plane sends it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionStatus {
-    pub namespace: String,
-    pub agent: String,
-    pub session_id: String,
-    pub state: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ws_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub completion_status: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bot_start_seconds: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cold_start: Option<bool>,
-    /// Set when sent: a report's time orders it.
-    #[serde(with = "time::serde::rfc3339")]
-    pub observed_at: OffsetDateTime,
-}
+/// A `Session Status` report's detail: the data plane's own (its simulation and the data
+/// plane on an engine send the same).
+pub use data_plane::ports::SessionStatus;
 
 /// Lines a session's agent writes.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +47,7 @@ impl Message {
         match self {
             Message::Deployment(report) => report.observed_at = now,
             Message::Session(report) => report.observed_at = now,
-            Message::Lines(_) => {}
+            Message::Lines(_) | Message::Batch(_) => {}
         }
     }
 
@@ -74,7 +60,7 @@ impl Message {
             Message::Session(report) => {
                 Some(bus_event(shared::session::report::DETAIL_TYPE, report))
             }
-            Message::Lines(_) => None,
+            Message::Lines(_) | Message::Batch(_) => None,
         }
     }
 
@@ -95,6 +81,18 @@ impl Message {
                 lines.namespace,
                 lines.agent,
                 lines.session_id
+            ),
+            Message::Batch(batch) => format!(
+                "{} lines of {}/{} stream {}{}",
+                batch.events.len(),
+                batch.namespace,
+                batch.agent,
+                batch.deployment_id,
+                batch
+                    .session_id
+                    .as_deref()
+                    .map(|session| format!("/{session}"))
+                    .unwrap_or_default()
             ),
         }
     }

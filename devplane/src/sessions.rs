@@ -52,6 +52,8 @@ impl Named {
             session_id: self.session_id.clone(),
             state,
             ws_url: None,
+            daily_room: None,
+            daily_token: None,
             completion_status: None,
             bot_start_seconds: None,
             cold_start: None,
