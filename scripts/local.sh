@@ -201,7 +201,10 @@ ensure_docker_engine() {
   fi
   log "starting dockerd (log: .local/dockerd.log)"
   mkdir -p "$local_dir"
-  as_root setsid dockerd >"$local_dir/dockerd.log" 2>&1 </dev/null &
+  # Networks of /24 from a /16: the data plane makes one per namespace (about 31 fit in
+  # dockerd's default pools, 256 in this one).
+  as_root setsid dockerd --default-address-pool base=10.213.0.0/16,size=24 \
+    >"$local_dir/dockerd.log" 2>&1 </dev/null &
   for _ in $(seq 1 120); do
     timeout 10 docker info >/dev/null 2>&1 && return
     sleep 0.5
