@@ -310,3 +310,6 @@ impl Body for Empty {
         SizeHint::with_exact(0)
     }
 }
+
+#[cfg(test)]
+mod tests;
