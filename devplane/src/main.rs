@@ -43,7 +43,10 @@ enum Plane {
         sets: Option<Arc<SetReader>>,
         ready_after: Duration,
     },
-    Real(Arc<RealPlane>),
+    Real {
+        plane: Arc<RealPlane>,
+        engine: Arc<DockerEngine>,
+    },
 }
 
 #[derive(Parser)]
@@ -133,7 +136,7 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
     let plane = plane(&cli, &delivery).await?;
     let what = match &plane {
         Plane::Simulated { .. } => "(a simulation)".to_owned(),
-        Plane::Real(_) => format!("on the Docker Engine (stack {})", cli.stack),
+        Plane::Real { .. } => format!("on the Docker Engine (stack {})", cli.stack),
     };
     println!(
         "dev data plane {what}: the stream publisher's events of {}'s stream ({} shards \
@@ -156,7 +159,7 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
     // Only the data plane on an engine has something to stop (its replicas) when asked to end.
     let stopped = async {
         match &plane {
-            Plane::Real(_) => stop_signal().await,
+            Plane::Real { .. } => stop_signal().await,
             Plane::Simulated { .. } => std::future::pending().await,
         }
     };
@@ -166,9 +169,8 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
         tokio::select! {
             Some((shard, sequence)) = delivered.recv() => checkpoint.delivered(&shard, &sequence),
             signal = &mut stopped => {
-                if let Plane::Real(plane) = &plane {
-                    println!("dev data plane: {signal}: stopping every replica of stack {}", cli.stack);
-                    plane.shutdown().await;
+                if let Plane::Real { plane, engine } = &plane {
+                    shut_down(plane, engine, &cli.stack, signal).await;
                 }
                 return checkpoint.save().map_err(Into::into);
             }
@@ -188,7 +190,7 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
                                 });
                             }
                         }
-                        Plane::Real(plane) => {
+                        Plane::Real { plane, .. } => {
                             take(plane, &events).await;
                             // Taken is delivered: the data plane reports on its own from here.
                             checkpoint.read(&record.shard, &record.sequence, 0);
@@ -211,15 +213,16 @@ async fn plane(cli: &Cli, delivery: &Delivery) -> Result<Plane, BoxError> {
             Ok(engine) => {
                 shared::telemetry::init();
                 let SetReader { store, keys } = secret_stores(cli, cli.kms_endpoint.as_deref())?;
+                let engine = Arc::new(engine);
                 let plane = DataPlane::new(
                     Config::for_stack(cli.stack.clone()),
-                    Arc::new(engine),
+                    engine.clone(),
                     store,
                     keys,
                     Arc::new(delivery.clone()),
                 );
                 tokio::spawn(plane.clone().run());
-                return Ok(Plane::Real(plane));
+                return Ok(Plane::Real { plane, engine });
             }
             Err(error) => println!(
                 "dev data plane: no Docker Engine answers ({error}): falling back to the \
@@ -231,6 +234,15 @@ async fn plane(cli: &Cli, delivery: &Delivery) -> Result<Plane, BoxError> {
         sets: set_reader(cli)?.map(Arc::new),
         ready_after: Duration::from_millis(cli.ready_after_ms),
     })
+}
+
+/// Stops every replica of the stack, then removes the networks they leave unused.
+async fn shut_down(plane: &RealPlane, engine: &DockerEngine, stack: &str, signal: &str) {
+    println!("dev data plane: {signal}: stopping every replica of stack {stack}");
+    plane.shutdown().await;
+    if let Err(error) = engine.prune_networks(stack).await {
+        eprintln!("dev data plane: removing stack {stack}'s networks: {error}");
+    }
 }
 
 /// What the simulated cluster sends for a record's events (and the sets it would receive).
