@@ -246,3 +246,6 @@ fn pull_denied(image: &str) -> String {
         "pull access denied for {repository}, repository does not exist or may require 'docker login'"
     )
 }
+
+#[cfg(test)]
+mod tests;
