@@ -192,6 +192,14 @@ where
         let (ids, sessions) = {
             let mut state = self.lock();
             let deployments = state.deployments.retire_agent(agent);
+            // Every replica of the agent not already stopping, busy ones included.
+            let ids: Vec<ReplicaId> = state
+                .replicas
+                .iter()
+                .filter(|(_, replica)| deployments.contains(&replica.labels.deployment_id))
+                .filter(|(_, replica)| replica.phase != state::Phase::Stopping)
+                .map(|(id, _)| id.clone())
+                .collect();
             let sessions: Vec<String> = state
                 .sessions
                 .iter()
@@ -201,13 +209,9 @@ where
             for session in &sessions {
                 state.end_session(session);
             }
-            let ids: Vec<ReplicaId> = state
-                .replicas
-                .iter()
-                .filter(|(_, replica)| deployments.contains(&replica.labels.deployment_id))
-                .map(|(id, _)| id.clone())
-                .collect();
-            let ids: Vec<ReplicaId> = ids.into_iter().filter(|id| state.condemn(id)).collect();
+            for id in &ids {
+                state.condemn(id);
+            }
             (ids, sessions.len())
         };
         tracing::info!(namespace = %agent.namespace, agent = %agent.name, replicas = ids.len(), sessions, "agent deleted: stopping its replicas");

@@ -152,7 +152,9 @@ where
                         last_lines: Vec::new(),
                     },
                 };
-                self.replica_failed(&exit.id, &exit.labels, failure).await;
+                // Stopped once its last lines are read.
+                self.replica_failed(Some(exit.id), &exit.labels, failure);
+                return;
             }
             Phase::Held { session_id } => {
                 self.session_exited(&session_id, &exit.labels, &exit.reason)
@@ -170,38 +172,52 @@ where
             .map_or(0, |deployment| deployment.memory_mib())
     }
 
-    /// Counts a replica's failure before ready against its deployment, and reports the
-    /// deployment `failed` when this one does.
-    async fn replica_failed(&self, id: &ReplicaId, labels: &ReplicaLabels, mut failure: Failure) {
+    /// Counts a replica's failure before ready against its deployment at once (so the backoff
+    /// holds from this pass on); then, in a task, reports the deployment `failed` when this
+    /// failure does (a crash with its last lines) and stops the replica.
+    fn replica_failed(
+        self: &Arc<Self>,
+        id: Option<ReplicaId>,
+        labels: &ReplicaLabels,
+        mut failure: Failure,
+    ) {
         let config = &self.config;
-        let (agent, reported) = {
+        let counted = {
             let mut state = self.lock();
-            let Some(deployment) = state.deployments.get_mut(&labels.deployment_id) else {
-                return;
-            };
-            let reported = deployment.health.failed(
-                &failure,
-                Instant::now(),
-                config.backoff_first,
-                config.backoff_most,
-            );
-            (deployment.agent.clone(), reported)
+            state
+                .deployments
+                .get_mut(&labels.deployment_id)
+                .map(|deployment| {
+                    let reported = deployment.health.failed(
+                        &failure,
+                        Instant::now(),
+                        config.backoff_first,
+                        config.backoff_most,
+                    );
+                    (deployment.agent.clone(), reported)
+                })
         };
-        tracing::warn!(replica = %id, deployment_id = %labels.deployment_id, code = failure.code(), reported = reported.is_some(), "a replica failed before it was ready");
-        let Some(failures) = reported else {
-            return;
-        };
-        if let Failure::Crashed { last_lines, .. } = &mut failure {
-            *last_lines = self.shipper.last_lines(id, CRASH_LINES).await;
-        }
-        let error = failure.error(failures);
-        self.report_deployment(
-            &agent,
-            &labels.deployment_id,
-            DeploymentState::Failed,
-            Some(error),
-        )
-        .await;
+        tracing::warn!(replica = ?id, deployment_id = %labels.deployment_id, code = failure.code(), "a replica failed before it was ready");
+        let this = self.clone();
+        let deployment_id = labels.deployment_id.clone();
+        tokio::spawn(async move {
+            if let Some((agent, Some(failures))) = counted {
+                if let (Failure::Crashed { last_lines, .. }, Some(id)) = (&mut failure, &id) {
+                    *last_lines = this.shipper.last_lines(id, CRASH_LINES).await;
+                }
+                let error = failure.error(failures);
+                this.report_deployment(
+                    &agent,
+                    &deployment_id,
+                    DeploymentState::Failed,
+                    Some(error),
+                )
+                .await;
+            }
+            if let Some(id) = id {
+                this.stop_replica(id);
+            }
+        });
     }
 
     /// Asks `/readyz` of every replica not yet ready; those past the readiness timeout fail.
@@ -225,8 +241,7 @@ where
         for (id, labels) in late {
             self.lock().condemn(&id);
             let failure = Failure::ReadinessTimeout { after: timeout };
-            self.replica_failed(&id, &labels, failure).await;
-            self.stop_replica(id);
+            self.replica_failed(Some(id), &labels, failure);
         }
         let answers = futures_util::future::join_all(
             probes
@@ -343,9 +358,8 @@ where
                 }
                 Ok(_) => {}
                 Err(RunError::PullFailed { message }) => {
-                    let id = ReplicaId(String::new());
                     let failure = Failure::PullFailed { message };
-                    this.replica_failed(&id, &spec.labels, failure).await;
+                    this.replica_failed(None, &spec.labels, failure);
                 }
                 Err(RunError::Engine(error)) => {
                     tracing::warn!(%deployment_id, %error, "the engine did not run a replica");

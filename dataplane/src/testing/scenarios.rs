@@ -105,6 +105,40 @@ pub fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// The replicas among `ids` that were handed `session`, once one was: an engine may record a
+/// request a moment after the data plane wrote it. Empty after [`WAIT`].
+pub async fn holders<H: Harness>(harness: &H, ids: &[ReplicaId], session: &str) -> Vec<ReplicaId> {
+    let look = async {
+        loop {
+            let mut found = Vec::new();
+            for id in ids {
+                if harness.sessions_of(id).await.iter().any(|s| s == session) {
+                    found.push(id.clone());
+                }
+            }
+            if !found.is_empty() {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, look).await.unwrap_or_default()
+}
+
+/// The sessions the replica was handed, once it was handed one; empty after [`WAIT`].
+pub async fn handed_to<H: Harness>(harness: &H, id: &ReplicaId) -> Vec<String> {
+    let look = async {
+        loop {
+            let sessions = harness.sessions_of(id).await;
+            if !sessions.is_empty() {
+                return sessions;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, look).await.unwrap_or_default()
+}
+
 impl<H: Harness> Running<H> {
     /// Starts a data plane (its loop included) for a stack of its own; its secret sets are
     /// written first, so that a deployment naming them opens them.

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Harness, Running, WAIT, agent};
+use super::{Harness, Running, WAIT, agent, holders};
 use crate::replica::{Limits, ReplicaStatus};
 
 /// Create -> replicas with the profile's limits, `PORT=8080` then the env set's keys, and the
@@ -70,12 +70,7 @@ pub async fn the_reserve_is_kept_and_refilled_after_a_session<H: Harness>(harnes
         before.iter().all(|id| during.contains(id)),
         "{before:?} {during:?}"
     );
-    let mut held = Vec::new();
-    for id in &during {
-        if harness.sessions_of(id).await.contains(&session) {
-            held.push(id.clone());
-        }
-    }
+    let held = holders(harness, &during, &session).await;
     assert_eq!(held.len(), 1, "one replica holds the session: {held:?}");
     running.stop_session(&agent, &session).await;
     running

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{Harness, Running, WAIT, agent};
+use super::{Harness, Running, WAIT, agent, handed_to};
 use crate::replica::ReplicaStatus;
 
 /// A new deployment starts its reserve; once it is ready the previous deployment's idle
@@ -24,7 +24,10 @@ pub async fn a_rollout_moves_the_reserve_and_lets_busy_replicas_finish<H: Harnes
     running.ready(&new).await;
     // The old deployment's idle replicas stop; the one holding the session does not.
     let busy = running.until_replicas(&old, 1).await;
-    assert_eq!(harness.sessions_of(&busy[0]).await, std::slice::from_ref(&session));
+    assert_eq!(
+        handed_to(harness, &busy[0]).await,
+        std::slice::from_ref(&session)
+    );
     assert!(
         running.reports.session_reports(&session).len() == 1,
         "the session still runs"

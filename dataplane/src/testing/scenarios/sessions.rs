@@ -4,19 +4,8 @@
 use serde_json::json;
 use shared::session::{SessionRequest, Transport};
 
-use super::{Harness, Running, WAIT, agent, new_id};
+use super::{Harness, Running, WAIT, agent, handed_to, holders, new_id};
 use crate::replica::ReplicaId;
-
-/// The replicas of the deployment that were handed `session`.
-async fn holders<H: Harness>(harness: &H, ids: &[ReplicaId], session: &str) -> Vec<ReplicaId> {
-    let mut found = Vec::new();
-    for id in ids {
-        if harness.sessions_of(id).await.iter().any(|s| s == session) {
-            found.push(id.clone());
-        }
-    }
-    found
-}
 
 /// With an idle ready replica a session starts warm: `started`, `coldStart: false`, and
 /// `botStartSeconds` measured.
@@ -84,14 +73,18 @@ pub async fn a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never
     running.ready(&deployment).await;
     let first = running.until_replicas(&deployment, 1).await;
     let session = running
-        .request_session(&agent, &deployment, json!({"durationSeconds": 0.2}))
+        .request_session(&agent, &deployment, json!({"durationSeconds": 1}))
         .await;
+    running
+        .reports
+        .wait_for_session_state(WAIT, &session, "started")
+        .await;
+    assert_eq!(holders(harness, &first, &session).await, first);
     let ended = running
         .reports
         .wait_for_session_state(WAIT, &session, "ended")
         .await;
     assert_eq!(ended.completion_status, Some("completed"), "{ended:?}");
-    assert_eq!(holders(harness, &first, &session).await, first);
     running
         .until("the session's replica replaced", |views| {
             views.len() == 1 && views[0].id != first[0]
@@ -106,7 +99,7 @@ pub async fn a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never
         .await;
     let now = running.until_replicas(&deployment, 1).await;
     assert_ne!(now, first, "the replica of an ended session took another");
-    assert_eq!(harness.sessions_of(&now[0]).await, [next]);
+    assert_eq!(handed_to(harness, &now[0]).await, [next]);
     running.finish().await;
 }
 
@@ -220,7 +213,7 @@ pub async fn two_sessions_never_share_a_replica<H: Harness>(harness: &H) {
         started.push(report.session_id);
     }
     for id in &ids {
-        let held = harness.sessions_of(id).await;
+        let held = handed_to(harness, id).await;
         assert_eq!(held.len(), 1, "replica {id} was handed {held:?}");
     }
     running.finish().await;

@@ -1,0 +1,109 @@
+//! The data plane's scenarios (src/testing/scenarios.rs) on the FakeEngine: every replica an
+//! in-process agent obeying the knobs the example agent has, with short timings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use data_plane::reconciler::Config;
+use data_plane::replica::{ExitReason, ReplicaId};
+use data_plane::testing::fake::{EXAMPLE_IMAGE, FakeEngine};
+use data_plane::testing::scenarios::{self, Harness, Inspected};
+
+struct Fake {
+    engine: Arc<FakeEngine>,
+}
+
+fn fake() -> Fake {
+    Fake {
+        engine: Arc::new(FakeEngine::new()),
+    }
+}
+
+impl Harness for Fake {
+    type E = FakeEngine;
+
+    fn engine(&self) -> Arc<FakeEngine> {
+        self.engine.clone()
+    }
+
+    fn example_image(&self) -> String {
+        EXAMPLE_IMAGE.to_owned()
+    }
+
+    fn absent_image(&self) -> String {
+        "agent-hosting.local/no-such-agent:1".to_owned()
+    }
+
+    fn config(&self, stack: &str) -> Config {
+        Config {
+            stack: stack.to_owned(),
+            tick: Duration::from_millis(50),
+            readiness_timeout: Duration::from_secs(10),
+            backoff_first: Duration::from_millis(50),
+            backoff_most: Duration::from_millis(400),
+            stop_grace: Duration::from_secs(1),
+        }
+    }
+
+    async fn inspect(&self, id: &ReplicaId) -> Option<Inspected> {
+        let (_, spec) = self
+            .engine
+            .specs()
+            .into_iter()
+            .find(|(running, _)| running == id)?;
+        Some(Inspected {
+            labels: spec.labels,
+            limits: spec.limits,
+            env: spec
+                .env
+                .into_iter()
+                .map(|var| (var.name, var.value))
+                .collect(),
+        })
+    }
+
+    async fn sessions_of(&self, id: &ReplicaId) -> Vec<String> {
+        self.engine
+            .bot_requests(id)
+            .into_iter()
+            .filter_map(|(headers, _)| {
+                let value = headers.get("x-daily-session-id")?;
+                value.to_str().ok().map(str::to_owned)
+            })
+            .collect()
+    }
+
+    async fn oom_kill(&self, id: &ReplicaId) {
+        self.engine.kill(id, ExitReason::OomKilled);
+    }
+}
+
+macro_rules! on_fake {
+    ($($scenario:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $scenario() {
+            scenarios::$scenario(&fake()).await;
+        }
+    )*};
+}
+
+on_fake!(
+    a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_and_is_reported_ready,
+    the_reserve_is_kept_and_refilled_after_a_session,
+    never_more_than_max_replicas,
+    a_warm_start_is_cold_start_false_and_reports_started,
+    a_cold_start_is_cold_start_true,
+    a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never_reused,
+    a_non_2xx_answer_ends_it_agent_error,
+    a_crash_mid_session_ends_it_agent_error,
+    a_stop_ends_it_terminated_and_removes_the_replica,
+    a_rollout_moves_the_reserve_and_lets_busy_replicas_finish,
+    an_agent_deleted_leaves_no_replica,
+    a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
+    an_oom_kill_at_start_is_reported_failed,
+    an_unpullable_image_is_reported_failed_at_once,
+    a_readiness_timeout_is_reported_failed,
+    two_sessions_never_share_a_replica,
+    a_duplicate_session_requested_claims_nothing_new,
+    a_daily_room_without_credentials_is_transport_not_configured,
+);
