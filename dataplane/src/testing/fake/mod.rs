@@ -83,6 +83,19 @@ impl Shared {
     }
 }
 
+/// The engine dropped (a test ended): its replicas go with it, as if stopped.
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for replica in state.replicas.values_mut() {
+            if let Some(server) = replica.server.take() {
+                server.abort();
+            }
+            replica.book.close();
+        }
+    }
+}
+
 impl FakeEngine {
     pub fn new() -> Self {
         Self::default()

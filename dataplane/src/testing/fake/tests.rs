@@ -348,3 +348,14 @@ async fn stop_mid_session_drops_the_held_connection() {
     engine.stop(&id, Duration::from_secs(10)).await.unwrap();
     assert_eq!(timeout(BOUND, held.outcome()).await.unwrap(), closed());
 }
+
+#[tokio::test]
+async fn dropping_the_engine_stops_its_replicas() {
+    let engine = FakeEngine::new();
+    let (id, addr) = ready_replica(&engine).await;
+    let held = session(addr, json!({"durationSeconds": 600})).await;
+    let following = engine.logs(&id, None);
+    drop(engine);
+    assert_eq!(timeout(BOUND, held.outcome()).await.unwrap(), closed());
+    assert!(timeout(BOUND, following.collect::<Vec<_>>()).await.is_ok());
+}
