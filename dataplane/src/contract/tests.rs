@@ -267,3 +267,18 @@ fn a_room_token_never_reaches_debug_output() {
     assert!(shown.contains("https://acme.daily.co/room-1"), "{shown}");
     assert!(!shown.contains("room-token-secret"), "{shown}");
 }
+
+#[tokio::test]
+async fn a_room_token_that_cannot_be_a_header_is_refused_without_its_value() {
+    let (addr, _received) = agent().await;
+    let mut request = request();
+    if let Some(room) = request.room.as_mut() {
+        room.token = "secret\nvalue".into();
+    }
+    let refused = timeout(BOUND, hand_over(addr, &request)).await.unwrap();
+    let Err(HandOverError::WriteFailed(reason)) = refused else {
+        panic!("{refused:?}")
+    };
+    assert!(reason.contains(ROOM_TOKEN_HEADER), "{reason}");
+    assert!(!reason.contains("secret"), "{reason}");
+}
