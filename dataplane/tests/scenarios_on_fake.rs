@@ -106,4 +106,6 @@ on_fake!(
     two_sessions_never_share_a_replica,
     a_duplicate_session_requested_claims_nothing_new,
     a_daily_room_without_credentials_is_transport_not_configured,
+    a_set_that_does_not_open_is_secret_set_unavailable,
+    a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
 );

@@ -188,3 +188,66 @@ impl Deployments {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::agent::ConfigChanges;
+
+    fn manifest() -> Manifest {
+        let body = serde_json::json!({"serviceName": "echo", "image": "example/agent:1"});
+        let (_, config) = ConfigChanges::from_json(body)
+            .and_then(ConfigChanges::into_new_agent)
+            .unwrap();
+        config.manifest("echo", "tiny-ferret-1")
+    }
+
+    fn request(deployments: &mut Deployments, agent: &AgentRef, id: &str) {
+        let manifest = manifest();
+        let requested = Requested {
+            agent,
+            service_id: "service",
+            deployment_id: id,
+            manifest: &manifest,
+        };
+        deployments.insert(
+            requested,
+            Err(DeploymentError {
+                code: "X".into(),
+                message: String::new(),
+            }),
+        );
+    }
+
+    #[test]
+    fn the_newest_deployment_is_active_and_the_previous_drains_once_it_has_been_ready() {
+        let agent = AgentRef {
+            namespace: "tiny-ferret-1".into(),
+            name: "echo".into(),
+        };
+        let mut deployments = Deployments::default();
+        request(&mut deployments, &agent, "one");
+        assert_eq!(deployments.role("one"), Role::Active);
+        request(&mut deployments, &agent, "two");
+        assert_eq!(deployments.role("two"), Role::Active);
+        assert_eq!(deployments.role("one"), Role::Serving);
+        deployments.get_mut("two").unwrap().health.ready();
+        assert_eq!(deployments.role("one"), Role::Draining);
+        assert_eq!(deployments.role("unknown"), Role::Gone);
+    }
+
+    #[test]
+    fn a_deleted_agents_deployment_delivered_again_is_not_taken() {
+        let agent = AgentRef {
+            namespace: "tiny-ferret-1".into(),
+            name: "echo".into(),
+        };
+        let mut deployments = Deployments::default();
+        request(&mut deployments, &agent, "one");
+        assert!(!deployments.is_new("one"));
+        assert_eq!(deployments.retire_agent(&agent), ["one"]);
+        request(&mut deployments, &agent, "one");
+        assert!(deployments.get("one").is_none());
+        assert_eq!(deployments.role("one"), Role::Gone);
+    }
+}

@@ -127,6 +127,80 @@ fn decode_base64(text: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+    use shared::secrets::body::SetChange;
+    use shared::store::memory::MemoryStore;
+    use shared::testing::data_keys::FakeKms;
+
+    const NS: &str = "tiny-ferret-1";
+
+    async fn put(store: &MemoryStore, kms: &FakeKms, name: &str, body: serde_json::Value) {
+        let change = SetChange::from_json(name, "us-west-2", body).unwrap();
+        shared::secrets::sets::put(store, kms, NS, name, "us-west-2", change)
+            .await
+            .unwrap();
+    }
+
+    fn manifest(env: &[&str], pull: &[&str]) -> Manifest {
+        let body = json!({"serviceName": "echo", "image": "example/agent:1"});
+        let (_, config) = shared::agent::ConfigChanges::from_json(body)
+            .and_then(shared::agent::ConfigChanges::into_new_agent)
+            .unwrap();
+        let mut manifest = config.manifest("echo", NS);
+        manifest.spec.env_from_secret_names = env.iter().map(|s| s.to_string()).collect();
+        manifest.spec.image_pull_secret_names = pull.iter().map(|s| s.to_string()).collect();
+        manifest
+    }
+
+    #[tokio::test]
+    async fn replicas_receive_port_then_the_sets_keys_and_the_pull_sets_credentials() {
+        let (store, kms) = (MemoryStore::default(), FakeKms::default());
+        put(
+            &store,
+            &kms,
+            "voice",
+            json!({"secrets": [
+            {"secretKey": "OPENAI_API_KEY", "secretValue": "sk-1"}]}),
+        )
+        .await;
+        let credentials = "cm9ib3Q6Z2hwX3Rva2Vu"; // robot:ghp_token
+        put(
+            &store,
+            &kms,
+            "pull",
+            json!({"isImagePullSecret": true, "host": "ghcr.io",
+            "secretValue": credentials}),
+        )
+        .await;
+        let received = receive(&store, &kms, &manifest(&["voice"], &["pull"]))
+            .await
+            .unwrap();
+        let env: Vec<(&str, &str)> = received
+            .env
+            .iter()
+            .map(|var| (var.name.as_str(), var.value.as_str()))
+            .collect();
+        assert_eq!(env, [("PORT", "8080"), ("OPENAI_API_KEY", "sk-1")]);
+        let pull = received.pull.unwrap();
+        assert_eq!(
+            (
+                pull.registry.as_str(),
+                pull.username.as_str(),
+                pull.password.as_str()
+            ),
+            ("ghcr.io", "robot", "ghp_token")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_set_that_does_not_open_names_the_set_and_no_value() {
+        let (store, kms) = (MemoryStore::default(), FakeKms::default());
+        let error = receive(&store, &kms, &manifest(&["absent"], &[]))
+            .await
+            .unwrap_err();
+        assert_eq!(error.code, SECRET_SET_UNAVAILABLE);
+        assert!(error.message.contains("absent"), "{}", error.message);
+    }
 
     #[test]
     fn base64_of_user_and_token_decodes() {

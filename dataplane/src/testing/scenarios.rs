@@ -7,18 +7,20 @@
 
 mod failures;
 mod reserve;
+mod restart;
 mod rollout;
 mod sessions;
 
 pub use failures::{
     a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
-    a_readiness_timeout_is_reported_failed, an_oom_kill_at_start_is_reported_failed,
-    an_unpullable_image_is_reported_failed_at_once,
+    a_readiness_timeout_is_reported_failed, a_set_that_does_not_open_is_secret_set_unavailable,
+    an_oom_kill_at_start_is_reported_failed, an_unpullable_image_is_reported_failed_at_once,
 };
 pub use reserve::{
     a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_and_is_reported_ready,
     never_more_than_max_replicas, the_reserve_is_kept_and_refilled_after_a_session,
 };
+pub use restart::a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones;
 pub use rollout::{
     a_rollout_moves_the_reserve_and_lets_busy_replicas_finish, an_agent_deleted_leaves_no_replica,
 };
@@ -91,6 +93,8 @@ pub struct Running<H: Harness> {
     pub engine: Arc<H::E>,
     pub stack: String,
     loop_task: JoinHandle<()>,
+    /// The `Deployment Requested` events taken, to deliver again after a restart.
+    deployed: std::sync::Mutex<Vec<ControlEvent>>,
 }
 
 /// An agent of the scenario's namespace.
@@ -177,6 +181,7 @@ impl<H: Harness> Running<H> {
             engine,
             stack,
             loop_task,
+            deployed: std::sync::Mutex::default(),
         }
     }
 
@@ -201,15 +206,53 @@ impl<H: Harness> Running<H> {
         manifest.spec.image = image.to_owned();
         manifest.spec.auto_scaling.min_replicas = scaling.0;
         manifest.spec.auto_scaling.max_replicas = scaling.1;
-        self.plane
-            .take(ControlEvent::DeploymentRequested {
-                agent: agent.clone(),
-                service_id: format!("service-{}", agent.name),
-                deployment_id: deployment_id.clone(),
-                manifest: Box::new(manifest),
-            })
-            .await;
+        let event = ControlEvent::DeploymentRequested {
+            agent: agent.clone(),
+            service_id: format!("service-{}", agent.name),
+            deployment_id: deployment_id.clone(),
+            manifest: Box::new(manifest),
+        };
+        self.deployed
+            .lock()
+            .expect("not poisoned")
+            .push(event.clone());
+        self.plane.take(event).await;
         deployment_id
+    }
+
+    /// The data plane dies (its loop stops, its replicas stay) and another takes its stack
+    /// over, taking again the deployment events `keep` accepts before its loop starts.
+    pub async fn restart(self, harness: &H, keep: impl Fn(&AgentRef) -> bool) -> Self {
+        self.loop_task.abort();
+        let events = std::mem::take(&mut *self.deployed.lock().expect("not poisoned"));
+        let reports = Arc::new(RecordingReports::default());
+        let mut config = harness.config(&self.stack);
+        config.stack.clone_from(&self.stack);
+        let plane = DataPlane::new(
+            config,
+            self.engine.clone(),
+            MemoryStore::default(),
+            FakeKms::default(),
+            reports.clone(),
+        );
+        let mut kept = Vec::new();
+        for event in events {
+            if let ControlEvent::DeploymentRequested { agent, .. } = &event
+                && keep(agent)
+            {
+                plane.take(event.clone()).await;
+                kept.push(event);
+            }
+        }
+        let loop_task = tokio::spawn(plane.clone().run());
+        Running {
+            plane,
+            reports,
+            engine: self.engine.clone(),
+            stack: self.stack.clone(),
+            loop_task,
+            deployed: std::sync::Mutex::new(kept),
+        }
     }
 
     /// Asks for a session of the deployment with the `/bot` body given; its id.

@@ -113,3 +113,20 @@ pub async fn a_readiness_timeout_is_reported_failed<H: Harness>(harness: &H) {
         .await;
     running.finish().await;
 }
+
+/// A deployment naming a secret set that does not open: `SECRET_SET_UNAVAILABLE`, naming the
+/// set, and no replica runs.
+pub async fn a_set_that_does_not_open_is_secret_set_unavailable<H: Harness>(harness: &H) {
+    let running = Running::start(harness, &[]).await;
+    let agent = agent("unsealed");
+    let options = json!({"secretSet": "missing-set"});
+    let deployment = running
+        .deploy(&agent, &harness.example_image(), (1, 2), options)
+        .await;
+    let failed = running.failed(&deployment).await;
+    let (code, message) = error_of(&failed);
+    assert_eq!(code, "SECRET_SET_UNAVAILABLE");
+    assert!(message.contains("missing-set"), "{message}");
+    assert!(running.all_replicas().await.is_empty());
+    running.finish().await;
+}
