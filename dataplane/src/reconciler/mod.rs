@@ -17,6 +17,7 @@ pub mod secrets;
 mod sessions;
 mod state;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -71,6 +72,8 @@ pub struct DataPlane<E: Engine, S, K, R: Reports> {
     reports: Arc<R>,
     shipper: Shipper<E, R>,
     state: Mutex<State>,
+    /// Set by [`DataPlane::shutdown`]: nothing more is started.
+    closed: AtomicBool,
 }
 
 impl<E, S, K, R> DataPlane<E, S, K, R>
@@ -89,6 +92,7 @@ where
             keys,
             reports,
             state: Mutex::default(),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -135,8 +139,10 @@ where
         }
     }
 
-    /// Stops every replica of the stack, in parallel (the data plane is going away).
+    /// Stops every replica of the stack, in parallel (the data plane is going away); the loop,
+    /// if it still runs, starts nothing more.
     pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
         let mut ids: Vec<ReplicaId> = self.lock().replicas.keys().cloned().collect();
         match self.engine.list(&self.config.stack).await {
             Ok(views) => ids.extend(views.into_iter().map(|view| view.id)),
@@ -155,6 +161,10 @@ where
         });
         futures_util::future::join_all(stops).await;
         self.lock().replicas.clear();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -39,6 +39,9 @@ where
     R: Reports,
 {
     pub(super) async fn reconcile(self: &Arc<Self>) {
+        if self.is_closed() {
+            return;
+        }
         let listed_at = Instant::now();
         let views = match self.engine.list(&self.config.stack).await {
             Ok(views) => views,
@@ -51,7 +54,7 @@ where
             self.exited(exit).await;
         }
         self.poll_readiness().await;
-        self.claim_waiting();
+        self.claim_waiting().await;
         self.apply_plans();
     }
 
@@ -332,12 +335,12 @@ where
             let wanted = {
                 let mut state = this.lock();
                 let deployment = state.deployments.get_mut(&deployment_id);
-                let known = deployment.is_some();
+                let wanted = deployment.is_some() && !this.is_closed();
                 if let Some(deployment) = deployment {
                     deployment.launching = deployment.launching.saturating_sub(1);
                 }
                 if let Ok(id) = &result
-                    && known
+                    && wanted
                     && !state.condemned.contains(id)
                 {
                     let now = Instant::now();
@@ -349,7 +352,7 @@ where
                     });
                     this.shipper.follow(id, &spec.labels);
                 }
-                known
+                wanted
             };
             match result {
                 Ok(id) if !wanted => {

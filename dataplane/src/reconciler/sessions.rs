@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use shared::secrets::store::{DataKeyOpener, SecretStore};
-use shared::session::{SessionRequest, Transport, completion};
+use shared::session::{START_TIMEOUT, SessionRequest, Transport, completion};
 use time::OffsetDateTime;
 
 use super::DataPlane;
@@ -113,21 +113,31 @@ where
         }
     }
 
-    /// Gives each waiting session an idle ready replica of its deployment, oldest first.
-    pub(super) fn claim_waiting(self: &Arc<Self>) {
-        let claims: Vec<_> = {
+    /// Gives each waiting session an idle ready replica of its deployment, oldest first; ends
+    /// those that waited past the control plane's start bound.
+    pub(super) async fn claim_waiting(self: &Arc<Self>) {
+        let start_bound = START_TIMEOUT.unsigned_abs();
+        let (claims, expired): (Vec<_>, _) = {
             let mut state = self.lock();
+            let expired = state.expire_waiting(Instant::now(), start_bound);
             let waiting = state.waiting.clone();
-            waiting
+            let claims = waiting
                 .into_iter()
                 .filter_map(|session_id| {
                     let (replica, address) = state.claim(&session_id)?;
                     Some((session_id, replica, address))
                 })
-                .collect()
+                .collect();
+            (claims, expired)
         };
         for (session_id, replica, address) in claims {
             self.hand_over(session_id, replica, address, true);
+        }
+        for (session_id, agent) in expired {
+            tracing::warn!(%session_id, "no replica became ready within the start bound");
+            let detail = Detail::ended(completion::START_TIMEOUT);
+            self.report_session(&agent, &session_id, "failed", detail)
+                .await;
         }
     }
 

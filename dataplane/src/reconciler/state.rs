@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::deployments::Deployments;
 use super::plan::Running;
@@ -179,6 +179,24 @@ impl State {
         }
     }
 
+    /// Ends the sessions that have waited longer than `bound` for a replica (the control plane
+    /// has failed them by then): a late replica must not run a session nobody waits for.
+    pub fn expire_waiting(&mut self, now: Instant, bound: Duration) -> Vec<(String, AgentRef)> {
+        let expired: Vec<(String, AgentRef)> = self
+            .waiting
+            .iter()
+            .filter_map(|id| {
+                let session = self.sessions.get(id)?;
+                let late = now.saturating_duration_since(session.requested_at) > bound;
+                late.then(|| (id.clone(), session.agent.clone()))
+            })
+            .collect();
+        for (id, _) in &expired {
+            self.end_session(id);
+        }
+        expired
+    }
+
     /// Ready replicas of the deployment, and those holding sessions.
     pub fn ready_counts(&self, deployment_id: &str) -> (u32, u32) {
         let (mut ready, mut busy) = (0, 0);
@@ -196,5 +214,84 @@ impl State {
             }
         }
         (ready, busy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent() -> AgentRef {
+        AgentRef {
+            namespace: "tiny-ferret-1".into(),
+            name: "echo".into(),
+        }
+    }
+
+    fn waiting(state: &mut State, id: &str, requested_at: Instant) {
+        let mut session = Session::ended(agent());
+        session.deployment_id = "d".into();
+        session.requested_at = requested_at;
+        session.phase = SessionPhase::Waiting;
+        state.sessions.insert(id.into(), session);
+        state.waiting.push(id.into());
+    }
+
+    fn idle(state: &mut State, id: &str) {
+        let labels = ReplicaLabels {
+            stack: "s".into(),
+            namespace: "tiny-ferret-1".into(),
+            agent: "echo".into(),
+            service_id: "svc".into(),
+            deployment_id: "d".into(),
+        };
+        let replica = Replica {
+            labels,
+            address: Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
+            phase: Phase::Idle,
+            known_since: Instant::now(),
+        };
+        state.replicas.insert(ReplicaId(id.into()), replica);
+    }
+
+    #[test]
+    fn a_replica_is_claimed_by_one_session_only() {
+        let mut state = State::default();
+        let now = Instant::now();
+        idle(&mut state, "r1");
+        waiting(&mut state, "s1", now);
+        waiting(&mut state, "s2", now);
+        assert_eq!(
+            state.claim("s1").map(|(id, _)| id),
+            Some(ReplicaId("r1".into()))
+        );
+        assert_eq!(state.claim("s2"), None);
+        assert_eq!(
+            state.claim("s1"),
+            None,
+            "a held session claims nothing more"
+        );
+        assert_eq!(state.waiting, ["s2"]);
+        assert_eq!(state.end_session("s1"), Some(Some(ReplicaId("r1".into()))));
+        assert_eq!(
+            state.replicas[&ReplicaId("r1".into())].phase,
+            Phase::Stopping
+        );
+        assert_eq!(state.end_session("s1"), None, "ended once");
+    }
+
+    #[test]
+    fn a_session_waiting_past_the_start_bound_is_ended_and_claims_nothing() {
+        let mut state = State::default();
+        let now = Instant::now();
+        waiting(&mut state, "old", now);
+        waiting(&mut state, "new", now + Duration::from_secs(100));
+        let expired =
+            state.expire_waiting(now + Duration::from_secs(121), Duration::from_secs(120));
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].0, "old");
+        assert_eq!(state.waiting, ["new"]);
+        idle(&mut state, "r1");
+        assert_eq!(state.claim("old"), None);
     }
 }

@@ -389,6 +389,12 @@ impl<H: Harness> Running<H> {
     pub async fn finish(self) {
         self.loop_task.abort();
         self.plane.shutdown().await;
+        // A run that was in flight stops as it answers.
+        self.until(
+            "no replica left after the shutdown",
+            <[ReplicaView]>::is_empty,
+        )
+        .await;
     }
 }
 
