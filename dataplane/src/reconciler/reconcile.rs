@@ -69,8 +69,9 @@ where
         let listed: HashSet<ReplicaId> = views.iter().map(|view| view.id.clone()).collect();
         for view in views {
             if state.condemned.contains(&view.id) {
+                // In the map while its stop runs; listed after it ended: the stop failed.
                 if !state.replicas.contains_key(&view.id) {
-                    strays.push(view.id);
+                    strays.push((view.id, view.labels));
                 }
                 continue;
             }
@@ -89,7 +90,7 @@ where
                         },
                     );
                 } else {
-                    strays.push(view.id);
+                    strays.push((view.id, view.labels));
                 }
                 continue;
             };
@@ -121,16 +122,24 @@ where
         for exit in &exits {
             state.condemn(&exit.id);
         }
-        for stray in &strays {
-            state.condemned.insert(stray.clone());
+        for (id, labels) in &strays {
+            // Held as stopping until its stop ends, so that one stop runs at a time.
+            state.condemned.insert(id.clone());
+            let stopping = Replica {
+                labels: labels.clone(),
+                address: None,
+                phase: Phase::Stopping,
+                known_since: now,
+            };
+            state.replicas.insert(id.clone(), stopping);
         }
         let replicas = &state.replicas;
         state
             .condemned
             .retain(|id| listed.contains(id) || replicas.contains_key(id));
         drop(guard);
-        for stray in strays {
-            tracing::info!(replica = %stray, "stopping a replica no deployment wants");
+        for (stray, labels) in strays {
+            tracing::info!(replica = %stray, deployment_id = %labels.deployment_id, "stopping a replica no deployment wants");
             self.stop_replica(stray);
         }
         exits
