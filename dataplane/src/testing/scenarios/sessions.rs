@@ -7,8 +7,8 @@ use shared::session::{SessionRequest, Transport};
 use super::{Harness, Running, WAIT, agent, handed_to, holders, new_id};
 use crate::replica::ReplicaId;
 
-/// With an idle ready replica a session starts warm: `started`, `coldStart: false`, and
-/// `botStartSeconds` measured.
+/// With an idle ready replica a session starts warm: `started`, `coldStart: false`,
+/// `botStartSeconds` measured, and the agent's lines from then on in the session's stream.
 pub async fn a_warm_start_is_cold_start_false_and_reports_started<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("warm");
@@ -32,6 +32,11 @@ pub async fn a_warm_start_is_cold_start_false_and_reports_started<H: Harness>(ha
         (started.namespace.as_str(), started.agent.as_str()),
         (agent.namespace.as_str(), "warm")
     );
+    // What the agent writes from the hand-over on is the session's log stream.
+    running
+        .reports
+        .wait_for_session_line(WAIT, &session, "session started")
+        .await;
     running.finish().await;
 }
 
