@@ -97,6 +97,7 @@ on_fake!(
     a_non_2xx_answer_ends_it_agent_error,
     a_crash_mid_session_ends_it_agent_error,
     a_stop_ends_it_terminated_and_removes_the_replica,
+    a_stop_naming_another_agent_stops_nothing,
     a_rollout_moves_the_reserve_and_lets_busy_replicas_finish,
     an_agent_deleted_leaves_no_replica,
     a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,

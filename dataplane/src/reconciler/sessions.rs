@@ -148,14 +148,19 @@ where
     ) {
         let ended = {
             let mut state = self.lock();
-            if !state.sessions.contains_key(session_id) {
-                // Never asked of this data plane: ended, so a late request claims nothing.
-                state
-                    .sessions
-                    .insert(session_id.to_owned(), Session::ended(agent.clone()));
-                Some(None)
-            } else {
-                state.end_session(session_id)
+            match state.sessions.get(session_id) {
+                None => {
+                    // Never asked of this data plane: ended, so a late request claims nothing.
+                    let ended = Session::ended(agent.clone());
+                    state.sessions.insert(session_id.to_owned(), ended);
+                    Some(None)
+                }
+                // Nothing one agent's event names reaches another's session.
+                Some(session) if session.agent != *agent => {
+                    tracing::warn!(%session_id, "a stop named another agent than the session's");
+                    None
+                }
+                Some(_) => state.end_session(session_id),
             }
         };
         let Some(replica) = ended else {

@@ -28,7 +28,7 @@ pub use sessions::{
     a_cold_start_is_cold_start_true, a_crash_mid_session_ends_it_agent_error,
     a_daily_room_without_credentials_is_transport_not_configured,
     a_duplicate_session_requested_claims_nothing_new, a_non_2xx_answer_ends_it_agent_error,
-    a_stop_ends_it_terminated_and_removes_the_replica,
+    a_stop_ends_it_terminated_and_removes_the_replica, a_stop_naming_another_agent_stops_nothing,
     a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never_reused,
     a_warm_start_is_cold_start_false_and_reports_started, two_sessions_never_share_a_replica,
 };

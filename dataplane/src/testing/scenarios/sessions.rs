@@ -311,3 +311,31 @@ pub async fn a_daily_room_without_credentials_is_transport_not_configured<H: Har
     }
     running.finish().await;
 }
+
+/// A stop naming another agent than the session's (another account's, say) stops nothing.
+pub async fn a_stop_naming_another_agent_stops_nothing<H: Harness>(harness: &H) {
+    let running = Running::start(harness, &[]).await;
+    let (owner, other) = (agent("owner"), agent("other"));
+    let deployment = running
+        .deploy(&owner, &harness.example_image(), (1, 2), json!({}))
+        .await;
+    running.ready(&deployment).await;
+    let body = json!({"durationSeconds": 30});
+    let session = running
+        .request_session(&owner, &deployment, body.clone())
+        .await;
+    running
+        .reports
+        .wait_for_session_state(WAIT, &session, "started")
+        .await;
+    running.stop_session(&other, &session).await;
+    // A later session's start orders the check after whatever the stop could have done.
+    let later = running.request_session(&owner, &deployment, body).await;
+    running
+        .reports
+        .wait_for_session_state(WAIT, &later, "started")
+        .await;
+    let reports = running.reports.session_reports(&session);
+    assert_eq!(reports.len(), 1, "only started: {reports:#?}");
+    running.finish().await;
+}
