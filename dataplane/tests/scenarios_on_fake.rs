@@ -1,28 +1,95 @@
 //! The data plane's scenarios (src/testing/scenarios.rs) on the FakeEngine: every replica an
-//! in-process agent obeying the knobs the example agent has, with short timings.
+//! in-process agent obeying the knobs the example agent has, with short timings. Some run
+//! again on a FakeEngine whose `run` answers only a while after its replica is listed, as
+//! Docker's does (it creates and starts the container, then answers).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::future::Future;
+
+use data_plane::engine::{Engine, EngineError, LogLine, RunError};
 use data_plane::reconciler::Config;
-use data_plane::replica::{ExitReason, ReplicaId};
+use data_plane::replica::{ExitReason, ReplicaId, ReplicaSpec, ReplicaView};
 use data_plane::testing::fake::{EXAMPLE_IMAGE, FakeEngine};
 use data_plane::testing::scenarios::{self, Harness, Inspected};
+use futures_util::stream::BoxStream;
+use time::OffsetDateTime;
 
-struct Fake {
-    engine: Arc<FakeEngine>,
+/// How long after its replica is listed a slow `run` answers.
+const SLOW_RUN: Duration = Duration::from_millis(400);
+
+/// An engine whose replicas are the FakeEngine's.
+trait OnFake: Engine {
+    fn fake(&self) -> &FakeEngine;
 }
 
-fn fake() -> Fake {
+impl OnFake for FakeEngine {
+    fn fake(&self) -> &FakeEngine {
+        self
+    }
+}
+
+/// The FakeEngine, its `run` answering [`SLOW_RUN`] after the replica is listed.
+struct SlowRuns(FakeEngine);
+
+impl OnFake for SlowRuns {
+    fn fake(&self) -> &FakeEngine {
+        &self.0
+    }
+}
+
+impl Engine for SlowRuns {
+    async fn run(&self, spec: &ReplicaSpec) -> Result<ReplicaId, RunError> {
+        let id = self.0.run(spec).await?;
+        tokio::time::sleep(SLOW_RUN).await;
+        Ok(id)
+    }
+
+    fn stop(
+        &self,
+        replica: &ReplicaId,
+        grace: Duration,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send {
+        self.0.stop(replica, grace)
+    }
+
+    fn list(
+        &self,
+        stack: &str,
+    ) -> impl Future<Output = Result<Vec<ReplicaView>, EngineError>> + Send {
+        self.0.list(stack)
+    }
+
+    fn logs(
+        &self,
+        replica: &ReplicaId,
+        since: Option<OffsetDateTime>,
+    ) -> BoxStream<'static, Result<LogLine, EngineError>> {
+        self.0.logs(replica, since)
+    }
+}
+
+struct Fake<E> {
+    engine: Arc<E>,
+}
+
+fn fake() -> Fake<FakeEngine> {
     Fake {
         engine: Arc::new(FakeEngine::new()),
     }
 }
 
-impl Harness for Fake {
-    type E = FakeEngine;
+fn slow_runs() -> Fake<SlowRuns> {
+    Fake {
+        engine: Arc::new(SlowRuns(FakeEngine::new())),
+    }
+}
 
-    fn engine(&self) -> Arc<FakeEngine> {
+impl<E: OnFake> Harness for Fake<E> {
+    type E = E;
+
+    fn engine(&self) -> Arc<E> {
         self.engine.clone()
     }
 
@@ -48,6 +115,7 @@ impl Harness for Fake {
     async fn inspect(&self, id: &ReplicaId) -> Option<Inspected> {
         let (_, spec) = self
             .engine
+            .fake()
             .specs()
             .into_iter()
             .find(|(running, _)| running == id)?;
@@ -64,6 +132,7 @@ impl Harness for Fake {
 
     async fn sessions_of(&self, id: &ReplicaId) -> Vec<String> {
         self.engine
+            .fake()
             .bot_requests(id)
             .into_iter()
             .filter_map(|(headers, _)| {
@@ -74,20 +143,20 @@ impl Harness for Fake {
     }
 
     async fn oom_kill(&self, id: &ReplicaId) {
-        self.engine.kill(id, ExitReason::OomKilled);
+        self.engine.fake().kill(id, ExitReason::OomKilled);
     }
 }
 
-macro_rules! on_fake {
-    ($($scenario:ident),* $(,)?) => {$(
+macro_rules! on {
+    ($harness:ident: $($scenario:ident),* $(,)?) => {$(
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $scenario() {
-            scenarios::$scenario(&fake()).await;
+            scenarios::$scenario(&$harness()).await;
         }
     )*};
 }
 
-on_fake!(
+on!(fake:
     a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_and_is_reported_ready,
     the_reserve_is_kept_and_refilled_after_a_session,
     never_more_than_max_replicas,
@@ -110,3 +179,15 @@ on_fake!(
     a_set_that_does_not_open_is_secret_set_unavailable,
     a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
 );
+
+/// A replica listed before its `run` answered is neither adopted beside it nor stopped as a
+/// stray: the reserve settles, sessions start.
+mod slow_runs {
+    use super::*;
+
+    on!(slow_runs:
+        the_reserve_is_kept_and_refilled_after_a_session,
+        a_cold_start_is_cold_start_true,
+        a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
+    );
+}

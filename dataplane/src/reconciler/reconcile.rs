@@ -75,8 +75,15 @@ where
                 }
                 continue;
             }
-            let known = state.deployments.get(&view.labels.deployment_id).is_some();
+            let deployment = state.deployments.get(&view.labels.deployment_id);
+            let known = deployment.is_some();
+            // While runs of its deployment are in flight, an unknown replica is presumed one of
+            // them (the engine lists a container before `run` answers): its run adds it.
+            let launching = deployment.is_some_and(|deployment| deployment.launching > 0);
             let Some(replica) = state.replicas.get_mut(&view.id) else {
+                if launching {
+                    continue;
+                }
                 if known && view.status == ReplicaStatus::Running {
                     tracing::info!(replica = %view.id, deployment_id = %view.labels.deployment_id, "adopting a replica");
                     self.shipper.follow(&view.id, &view.labels);
