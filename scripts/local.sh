@@ -261,6 +261,7 @@ ensure_lambda_image() {
 # and json) with agent.py, imported into the engine. Its tag is agent.py's digest, so a change to
 # the agent gives a new image and an unchanged one is not rebuilt. Prints the image's name.
 # Suites may ask at once: one builds, under a lock, while the others wait (they share the rootfs).
+# It is also tagged `latest`, the name the README's walkthrough gives.
 ensure_example_image() {
   local agent="$root/examples/agent/agent.py" digest lock
   digest=$(sha256sum "$agent" | cut -c 1-12)
@@ -284,6 +285,7 @@ ensure_example_image() {
       --change 'CMD ["python3", "/app/agent.py"]' - "$image" >/dev/null
     as_root rm -rf "$rootfs"
   fi
+  docker tag "$image" agent-hosting.local/example-agent:latest
   exec {lock}>&-
   echo "$image"
 }

@@ -35,6 +35,9 @@ pub mod ruled_bus;
 /// The agents table's stream on DynamoDB Local.
 pub mod streams;
 
+/// The README's walkthroughs, run as written.
+pub mod walkthrough;
+
 /// A store on fresh tables, plus the client for direct checks.
 pub struct TestStore {
     pub store: DynamoStore,
