@@ -357,7 +357,7 @@ async fn a_crash_loop_and_an_unpullable_image_are_reported_with_their_codes() {
     assert_eq!(crashed["errors"][0]["code"], "CRASH_LOOP", "{crashed}");
     let message = crashed["errors"][0]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("exit code 3"),
+        message.contains("exited with code 3"),
         "the exit code, the restarts, the last lines: {message}"
     );
     assert!(
