@@ -169,6 +169,7 @@ on!(fake:
     a_stop_naming_another_agent_stops_nothing,
     a_rollout_moves_the_reserve_and_lets_busy_replicas_finish,
     an_agent_deleted_leaves_no_replica,
+    a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none,
     a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
     an_oom_kill_at_start_is_reported_failed,
     an_unpullable_image_is_reported_failed_at_once,

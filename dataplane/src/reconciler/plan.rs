@@ -62,6 +62,11 @@ pub struct Bounds {
     pub role: Role,
     /// False while a failure's backoff runs, or while the deployment cannot be run at all.
     pub may_start: bool,
+    /// Whether one of its replicas has been ready (and no failure reported since). Until then a
+    /// deployment without a reserve still runs one replica: its image is pulled, started and
+    /// asked `/readyz` at deploy time, so a bad image is reported then, not at a first session,
+    /// and a deployment is reported ready only once its image has answered.
+    pub proven: bool,
 }
 
 /// What to do.
@@ -86,6 +91,7 @@ pub fn decide(bounds: Bounds, running: &Running) -> Decision {
         return Decision { start: 0, stop };
     }
     let reserve = match bounds.role {
+        Role::Active | Role::Serving if !bounds.proven => bounds.min_replicas.max(1),
         Role::Active | Role::Serving => bounds.min_replicas,
         Role::Draining | Role::Gone => 0,
     };
@@ -128,6 +134,7 @@ mod tests {
             max_replicas: max,
             role,
             may_start: true,
+            proven: true,
         }
     }
 
@@ -141,6 +148,30 @@ mod tests {
                 stop: vec![]
             }
         );
+    }
+
+    #[test]
+    fn a_deployment_without_a_reserve_runs_one_replica_until_one_has_been_ready() {
+        let unproven = Bounds {
+            proven: false,
+            ..bounds(0, 3, Role::Active)
+        };
+        assert_eq!(decide(unproven, &Running::default()).start, 1);
+        let ready = Running {
+            idle: ids("i", 1),
+            ..Running::default()
+        };
+        assert_eq!(decide(unproven, &ready), Decision::default());
+        assert_eq!(
+            decide(bounds(0, 3, Role::Active), &ready).stop,
+            ids("i", 1),
+            "once proven, the reserve is none"
+        );
+        let draining = Bounds {
+            proven: false,
+            ..bounds(0, 3, Role::Draining)
+        };
+        assert_eq!(decide(draining, &Running::default()).start, 0);
     }
 
     #[test]

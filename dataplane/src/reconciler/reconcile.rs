@@ -311,6 +311,7 @@ where
                     max_replicas: deployment.max_replicas,
                     role,
                     may_start: deployment.may_start(now),
+                    proven: deployment.health.has_been_ready(),
                 };
                 let decision = decide(bounds, &running);
                 if decision.start > 0
@@ -327,6 +328,7 @@ where
                     max_replicas: 0,
                     role: Role::Gone,
                     may_start: false,
+                    proven: true,
                 };
                 stops.extend(decide(gone, &state.running(&id)).stop);
             }

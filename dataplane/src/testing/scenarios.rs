@@ -18,6 +18,7 @@ pub use failures::{
 };
 pub use reserve::{
     a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_and_is_reported_ready,
+    a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none,
     never_more_than_max_replicas, the_reserve_is_kept_and_refilled_after_a_session,
 };
 pub use restart::a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones;

@@ -122,3 +122,35 @@ pub async fn never_more_than_max_replicas<H: Harness>(harness: &H) {
     }
     running.finish().await;
 }
+
+/// A deployment without a reserve (`minReplicas` 0) still proves its image at deploy time: one
+/// replica runs until it is ready, the deployment is reported `ready`, then none runs; a bad
+/// image is reported at deploy time, not at a first session.
+pub async fn a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none<H: Harness>(
+    harness: &H,
+) {
+    let sets: &[(&str, &[(&str, &str)])] = &[("crash", &[("EXAMPLE_EXIT_AT_START", "3")])];
+    let running = Running::start(harness, sets).await;
+    let zero = agent("scaled-to-zero");
+    let deployment = running
+        .deploy(&zero, &harness.example_image(), (0, 2), json!({}))
+        .await;
+    let ready = running.ready(&deployment).await;
+    assert_eq!(ready.ready_replicas, 1, "{ready:?}");
+    running
+        .until("no replica once the image has been proven", |views| {
+            views
+                .iter()
+                .all(|view| view.status != ReplicaStatus::Running)
+        })
+        .await;
+    let crashing = agent("crashing-at-zero");
+    let options = json!({"secretSet": "crash"});
+    let failing = running
+        .deploy(&crashing, &harness.example_image(), (0, 2), options)
+        .await;
+    let failed = running.failed(&failing).await;
+    let code = failed.error.as_ref().map(|error| error.code.as_str());
+    assert_eq!(code, Some("CRASH_LOOP"), "{failed:?}");
+    running.finish().await;
+}
