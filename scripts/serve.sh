@@ -58,6 +58,14 @@ status=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$STACK_API_URL/agents" 
   -H "Authorization: Bearer $key" -H "Content-Type: application/json" \
   -d "{\"serviceName\":\"demo-agent\",\"image\":\"$demo_image\",\"autoScaling\":{\"minAgents\":1,\"maxAgents\":2}}")
 echo "demo-agent: $status (201 created, 409 already there)"
+if [ "$status" = 409 ] && [ -n "${EXAMPLE_IMAGE:-}" ]; then
+  # Made by an earlier make run: it runs this checkout's example agent (the same image again
+  # changes nothing; a changed agent.py is a new image, so a new deployment).
+  status=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$STACK_API_URL/agents/demo-agent" \
+    -H "Authorization: Bearer $key" -H "Content-Type: application/json" \
+    -d "{\"image\":\"$demo_image\"}")
+  echo "demo-agent on $demo_image: $status"
+fi
 # Lines belong to a deployment the agent ran: its active one.
 if deployment=$(curl -sf "$STACK_API_URL/agents/demo-agent" -H "Authorization: Bearer $key" \
     | python3 -c 'import json, sys; print(json.load(sys.stdin)["activeDeploymentId"])' 2>/dev/null); then
