@@ -427,3 +427,70 @@ async fn the_readmes_walkthrough_of_a_real_session_answers_as_it_says() {
     let heading = "Walkthrough: a session in a real container";
     integration_tests::walkthrough::run(&stack, &key, heading).await;
 }
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
+async fn a_secret_value_reaches_its_replicas_environment_and_no_file_log_line_or_report() {
+    let stack = Stack::from_env();
+    let (caller, key) = stack.account("planted").await;
+    let planted = format!("sk-planted-{}", uuid::Uuid::new_v4().simple());
+    put_secret(&stack, &key, "planted-env", "PLANTED_API_KEY", &planted).await;
+    let body = json!({"serviceName": "planted", "image": example_image(), "secretSet": "planted-env",
+                      "autoScaling": {"minAgents": 1, "maxAgents": 1}});
+    assert_eq!(
+        call(&stack, &key, Method::POST, "/agents", Some(&body))
+            .await
+            .status,
+        201
+    );
+    until(&stack, &key, "/agents/planted", |a| {
+        a["activeDeploymentReady"] == true
+    })
+    .await;
+    let ids = until_replicas(&caller.namespace, "planted", "its replica", |ids| {
+        ids.len() == 1
+    })
+    .await;
+    let env: Vec<String> =
+        serde_json::from_value(inspect(&ids[0])["Config"]["Env"].clone()).unwrap();
+    assert!(
+        env.contains(&format!("PLANTED_API_KEY={planted}")),
+        "the value reaches the replica's environment"
+    );
+    // A session, so that the agent writes lines (its environment's names among them).
+    let started = start(&stack, &key, "planted", json!({"durationSeconds": 1})).await;
+    let id = started["sessionId"].as_str().unwrap().to_owned();
+    let path = format!("/agents/planted/sessions/{id}");
+    let ended = until(&stack, &key, &path, |s| s["status"] == "ended").await;
+    let logs = until(&stack, &key, "/agents/planted/logs?limit=100", |page| {
+        page.to_string().contains("PLANTED_API_KEY")
+    })
+    .await;
+    let (logs, ended) = (logs.to_string(), ended.to_string());
+    assert!(!logs.contains(&planted), "the value in the agent's lines");
+    assert!(
+        !ended.contains(&planted),
+        "the value in the session's report"
+    );
+
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.local");
+    let root = std::fs::canonicalize(root).expect("the checkout's .local/");
+    let files = integration_tests::stack::local_files(&root);
+    let log = std::env::var("STACK_DATA_PLANE_LOG").expect("the stack's data plane log");
+    assert!(
+        files.iter().any(|file| file == std::path::Path::new(&log)),
+        "the data plane's own log is among the files searched"
+    );
+    for file in &files {
+        let content = std::fs::read(file).unwrap_or_default();
+        assert!(
+            !integration_tests::contains(&content, planted.as_bytes()),
+            "the value in the clear in {}",
+            file.display()
+        );
+    }
+    println!(
+        "a secret value in the replica's environment, in none of {} files under .local/",
+        files.len()
+    );
+}

@@ -5,7 +5,7 @@
 //! Local's data on disk, every log of the stack: the functions', the data plane's, moto's) and
 //! found nowhere, while the development data plane shows it opened them (it logs key names).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -166,37 +166,6 @@ async fn cli_round_trip(stack: &Stack, key: &ApiKey, planted: &str) -> Vec<Strin
     printed
 }
 
-/// Every file under `root` but the tools installed there (venvs, DynamoDB Local's jar, builds).
-fn stack_files(root: &Path) -> Vec<PathBuf> {
-    const TOOLS: &[&str] = &[
-        "venv",
-        "tools-venv",
-        "moto-venv",
-        "pipecat-venv",
-        "dynamodb-local",
-        "sam-build",
-    ];
-    let mut files = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                let name = entry.file_name();
-                if !(dir == root && TOOLS.iter().any(|tool| name == *tool)) {
-                    pending.push(path);
-                }
-            } else if kind.is_file() {
-                files.push(path);
-            }
-        }
-    }
-    files
-}
-
 /// Waits until the data plane's log has a line with `text`.
 async fn data_plane_logged(text: &str) -> String {
     let log = std::env::var("STACK_DATA_PLANE_LOG").expect("the stack runs a data plane");
@@ -309,7 +278,7 @@ async fn a_planted_value_is_found_nowhere_in_the_clear_and_the_anchors_cli_round
         );
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.local");
-    let files = stack_files(&root);
+    let files = integration_tests::stack::local_files(&root);
     let data = root.join("e2e-dynamodb");
     assert!(
         files.iter().any(|file| file.starts_with(&data)),

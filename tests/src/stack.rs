@@ -332,3 +332,35 @@ pub use crate::subscription_event;
 pub fn bearer(key: &ApiKey) -> String {
     crate::bearer(key)
 }
+
+/// Every file under `root` (the checkout's .local/) but the tools installed there (venvs,
+/// DynamoDB Local's jar, builds): where a stack keeps its data and logs.
+pub fn local_files(root: &std::path::Path) -> Vec<PathBuf> {
+    const TOOLS: &[&str] = &[
+        "venv",
+        "tools-venv",
+        "moto-venv",
+        "pipecat-venv",
+        "dynamodb-local",
+        "sam-build",
+    ];
+    let mut files = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                let name = entry.file_name();
+                if !(dir == root && TOOLS.iter().any(|tool| name == *tool)) {
+                    pending.push(path);
+                }
+            } else if kind.is_file() {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
