@@ -494,3 +494,57 @@ async fn a_secret_value_reaches_its_replicas_environment_and_no_file_log_line_or
         files.len()
     );
 }
+
+/// Starts a session of `agent` with `body` and waits for its end: the session, and its lines.
+async fn session_to_its_end(
+    stack: &Stack,
+    key: &ApiKey,
+    agent: &str,
+    body: Value,
+) -> (Value, String) {
+    let started = start(stack, key, agent, body).await;
+    let id = started["sessionId"].as_str().unwrap().to_owned();
+    let path = format!("/agents/{agent}/sessions/{id}");
+    let ended = until(stack, key, &path, |s| s["status"] == "ended").await;
+    let logs = format!("/agents/{agent}/logs?sessionId={id}&order=asc&limit=100");
+    let lines = until(stack, key, &logs, |page| {
+        page.to_string().contains("[agent-hosting]")
+    })
+    .await;
+    (ended, lines.to_string())
+}
+
+#[tokio::test]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
+async fn a_crash_or_an_oom_kill_mid_session_ends_it_agent_error_with_the_reason_in_its_lines() {
+    let stack = Stack::from_env();
+    let (_, key) = stack.account("deaths").await;
+    let body = json!({"serviceName": "fragile", "image": example_image(),
+                      "autoScaling": {"minAgents": 1, "maxAgents": 2}});
+    assert_eq!(
+        call(&stack, &key, Method::POST, "/agents", Some(&body))
+            .await
+            .status,
+        201
+    );
+    until(&stack, &key, "/agents/fragile", |a| {
+        a["activeDeploymentReady"] == true
+    })
+    .await;
+
+    let crash = json!({"durationSeconds": 0.5, "exitCode": 7});
+    let (ended, lines) = session_to_its_end(&stack, &key, "fragile", crash).await;
+    assert_eq!(ended["completionStatus"], "agentError", "{ended}");
+    assert!(
+        lines.contains("replica exited: exited with code 7"),
+        "{lines}"
+    );
+    // agent-1x: 1 GiB; the agent allocates past it.
+    let greedy = json!({"durationSeconds": 0.5, "allocateMiB": 1500});
+    let (ended, lines) = session_to_its_end(&stack, &key, "fragile", greedy).await;
+    assert_eq!(ended["completionStatus"], "agentError", "{ended}");
+    assert!(
+        lines.contains("OOM"),
+        "the reason, killed for memory: {lines}"
+    );
+}
