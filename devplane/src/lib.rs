@@ -6,14 +6,16 @@
 //! through Lambda's Invoke API, a few at a time, and a session's log lines to the ingest
 //! function, keeping its place in the stream between runs (`checkpoint`); the template's
 //! schedules run as EventBridge runs them (`functions`); and what each deployment would receive
-//! of its secret sets, opened as a data plane opens them, logged by key name (`secrets`). Beside
-//! it, the local gateway in front of cargo lambda watch (`gateway`, the dev-gateway binary).
+//! of its secret sets, opened as a data plane opens them, logged by key name (`secrets`); what
+//! should run, read from the agents table when the data plane on an engine starts (`recovery`).
+//! Beside it, the local gateway in front of cargo lambda watch (`gateway`, the dev-gateway binary).
 
 pub mod checkpoint;
 pub mod cluster;
 pub mod functions;
 pub mod gateway;
 pub mod outbox;
+pub mod recovery;
 pub mod rules;
 pub mod secrets;
 pub mod sessions;

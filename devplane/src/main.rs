@@ -16,6 +16,7 @@ use dev_data_plane::checkpoint::Checkpoint;
 use dev_data_plane::cluster;
 use dev_data_plane::functions;
 use dev_data_plane::outbox::Scheduled;
+use dev_data_plane::recovery;
 use dev_data_plane::rules;
 use dev_data_plane::secrets::SetReader;
 use dev_data_plane::sessions;
@@ -214,6 +215,7 @@ async fn plane(cli: &Cli, delivery: &Delivery) -> Result<Plane, BoxError> {
                 shared::telemetry::init();
                 let SetReader { store, keys } = secret_stores(cli, cli.kms_endpoint.as_deref())?;
                 let engine = Arc::new(engine);
+                let recovered = recover(cli, &store).await?;
                 let plane = DataPlane::new(
                     Config::for_stack(cli.stack.clone()),
                     engine.clone(),
@@ -221,6 +223,9 @@ async fn plane(cli: &Cli, delivery: &Delivery) -> Result<Plane, BoxError> {
                     keys,
                     Arc::new(delivery.clone()),
                 );
+                for event in recovered {
+                    plane.take(event).await;
+                }
                 tokio::spawn(plane.clone().run());
                 return Ok(Plane::Real { plane, engine });
             }
@@ -234,6 +239,19 @@ async fn plane(cli: &Cli, delivery: &Delivery) -> Result<Plane, BoxError> {
         sets: set_reader(cli)?.map(Arc::new),
         ready_after: Duration::from_millis(cli.ready_after_ms),
     })
+}
+
+/// What should run, read from the agents table: the stream resumes after its checkpoint, so
+/// the deployments requested before this start are not delivered again.
+async fn recover(cli: &Cli, store: &DynamoStore) -> Result<Vec<ControlEvent>, BoxError> {
+    let dynamodb = shared::aws::dynamodb_client(Some(&cli.endpoint))?;
+    let events = recovery::what_should_run(&dynamodb, &cli.agents_table, store).await?;
+    tracing::info!(
+        deployments = events.len(),
+        table = %cli.agents_table,
+        "deployments recovered from the agents table"
+    );
+    Ok(events)
 }
 
 /// Stops every replica of the stack, then removes the networks they leave unused.
