@@ -335,7 +335,7 @@ pub fn bearer(key: &ApiKey) -> String {
 
 /// Every file under `root` (the checkout's .local/) but the tools installed there (venvs,
 /// DynamoDB Local's jar, builds): where a stack keeps its data and logs.
-pub fn local_files(root: &std::path::Path) -> Vec<PathBuf> {
+pub fn local_files(root: &std::path::Path) -> Vec<std::path::PathBuf> {
     const TOOLS: &[&str] = &[
         "venv",
         "tools-venv",
