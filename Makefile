@@ -41,6 +41,7 @@ help:
 	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
 	@echo "make schemathesis   schemathesis against the local service (also in make test; SCHEMATHESIS_EXAMPLES=300)"
 	@echo "make bench    cold init, latency and sizes of the release binaries (BENCH_STARTS=21, BENCH_REQUESTS=200, BASELINE=rev)"
+	@echo "             then the data plane on Docker: create -> ready, warm and cold starts, beside docker run (scripts/e2e.sh watch dataplane-bench)"
 	@echo "make fuzz     cargo fuzz: body parser, key checker, logs query (FUZZ_SECONDS=60 each; nightly)"
 	@echo "make lint     rustfmt and clippy"
 
@@ -91,7 +92,8 @@ fuzz:
 # Release builds of the four functions and of three baselines: a hello-world lambda_runtime
 # binary, the same on the current-thread runtime, and that with the DynamoDB client built at init
 # (one cargo invocation, one profile), then the table;
-# handler CPU with criterion (cargo bench).
+# handler CPU with criterion (cargo bench); then the data plane on the Docker Engine
+# (tests/e2e/dataplane_bench.rs, docs/performance.md).
 # BASELINE=rev also measures that commit's binaries in the same run (before/after).
 bench:
 	@scripts/local.sh dynamodb-tools
@@ -103,6 +105,7 @@ bench:
 			scripts/with-dynamodb.sh scripts/with-moto.sh cargo run --quiet -p agent-hosting-bench --bin bench; \
 	else scripts/with-dynamodb.sh scripts/with-moto.sh cargo run --quiet -p agent-hosting-bench --bin bench; fi
 	cargo bench --quiet -p agent-hosting-bench --bench handlers -- --noplot
+	@scripts/e2e.sh watch dataplane-bench
 
 schemathesis:
 	@scripts/e2e.sh watch schemathesis

@@ -26,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: e2e.sh watch|sam SUITE...}
 source scripts/stack.sh
-if [[ " ${*:2} " == *" dataplane "* ]]; then
+if [[ " ${*:2} " == *" dataplane "* || " ${*:2} " == *" dataplane-bench "* ]]; then
   [ $# = 2 ] || { echo "the dataplane suite runs alone" >&2; exit 2; }
   if [ $$ != 1 ]; then
     # Outside the stack's PID namespace: the engine is the machine's, as a system service is.
@@ -131,6 +131,7 @@ for suite in "$@"; do
     plaintext) suite_cargo plaintext ;;
     sessions) suite_cargo anchor_sessions ;;
     dataplane) suite_cargo dataplane ;;
+    dataplane-bench) suite_cargo dataplane_bench ;;
     *) echo "unknown suite $suite" >&2; exit 2 ;;
   esac
   echo "e2e $mode $suite: passed in $(($(date +%s) - started)) s"
