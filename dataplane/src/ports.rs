@@ -9,8 +9,9 @@ use serde::Serialize;
 use shared::agent::StatusReport;
 use time::OffsetDateTime;
 
-/// A `Session Status` report's detail, as the data plane sends it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A `Session Status` report's detail, as the data plane sends it. Its `Debug` hides the room
+/// token, which is a credential.
+#[derive(Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatus {
     pub namespace: String,
@@ -32,6 +33,27 @@ pub struct SessionStatus {
     /// Set when sent: a report's time orders it.
     #[serde(with = "time::serde::rfc3339")]
     pub observed_at: OffsetDateTime,
+}
+
+impl std::fmt::Debug for SessionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionStatus")
+            .field("namespace", &self.namespace)
+            .field("agent", &self.agent)
+            .field("session_id", &self.session_id)
+            .field("state", &self.state)
+            .field("ws_url", &self.ws_url)
+            .field("daily_room", &self.daily_room)
+            .field(
+                "daily_token",
+                &self.daily_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("completion_status", &self.completion_status)
+            .field("bot_start_seconds", &self.bot_start_seconds)
+            .field("cold_start", &self.cold_start)
+            .field("observed_at", &self.observed_at)
+            .finish()
+    }
 }
 
 /// Lines of one log stream: a replica's, under `{deploymentId}` before it holds a session and
@@ -57,4 +79,29 @@ pub trait Reports: Send + Sync + 'static {
     fn session(&self, report: SessionStatus) -> impl Future<Output = ()> + Send;
     /// Sends lines to the ingest function.
     fn lines(&self, batch: LineBatch) -> impl Future<Output = ()> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_reports_debug_output_hides_its_room_token() {
+        let report = SessionStatus {
+            namespace: "ns".into(),
+            agent: "voice".into(),
+            session_id: "s-1".into(),
+            state: "started",
+            ws_url: None,
+            daily_room: Some("https://acme.daily.co/room".into()),
+            daily_token: Some("eyJ-room-token".into()),
+            completion_status: None,
+            bot_start_seconds: Some(0.2),
+            cold_start: Some(false),
+            observed_at: OffsetDateTime::UNIX_EPOCH,
+        };
+        let shown = format!("{report:?}");
+        assert!(shown.contains("acme.daily.co"), "{shown}");
+        assert!(!shown.contains("eyJ-room-token"), "{shown}");
+    }
 }
