@@ -5,10 +5,14 @@
 //! logged, and the deployment is still reported (locally, moto keeps its KMS key in memory: a
 //! set sealed in an earlier `make run` no longer opens until it is PUT again).
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use shared::secrets::opening::{OpenedSet, open_set};
 use shared::store::dynamodb::DynamoStore;
 use shared::store::kms::KmsKeyOpener;
+
+use crate::stream::BoxError;
 
 /// The stores a data plane reads sets from: the agents table, and KMS with kms:Decrypt.
 pub struct SetReader {
@@ -60,6 +64,52 @@ impl SetReader {
             );
         }
         lines
+    }
+}
+
+/// The secret sets reader, when a KMS is given: the agents table's client and KMS's.
+pub fn set_reader(
+    endpoint: &str,
+    agents_table: &str,
+    kms_endpoint: Option<&str>,
+) -> Result<Option<SetReader>, BoxError> {
+    let Some(kms_endpoint) = kms_endpoint else {
+        println!("dev data plane: no KMS_ENDPOINT, secret sets are not read");
+        return Ok(None);
+    };
+    secret_stores(endpoint, agents_table, Some(kms_endpoint)).map(Some)
+}
+
+/// Where secret sets are read from: the agents table, and KMS (AWS's own when no endpoint).
+pub fn secret_stores(
+    endpoint: &str,
+    agents_table: &str,
+    kms_endpoint: Option<&str>,
+) -> Result<SetReader, BoxError> {
+    let dynamodb = shared::aws::dynamodb_client(Some(endpoint))?;
+    let tables = shared::config::TableNames {
+        agents: agents_table.to_owned(),
+        accounts: String::new(),
+        logs: String::new(),
+    };
+    Ok(SetReader {
+        store: DynamoStore::new(dynamodb, tables),
+        keys: KmsKeyOpener::new(shared::aws::kms_client(kms_endpoint)?),
+    })
+}
+
+/// Reads the sets each requested deployment names, beside its reports (which do not wait).
+pub fn receive_sets(sets: &Arc<SetReader>, events: &[Value]) {
+    for event in events {
+        if event["detail-type"] != "Deployment Requested" {
+            continue;
+        }
+        let (sets, event) = (sets.clone(), event.clone());
+        tokio::spawn(async move {
+            for line in sets.receive(&event).await {
+                println!("dev data plane: {line}");
+            }
+        });
     }
 }
 
