@@ -121,12 +121,16 @@ stack_contain() {
 # stack_reaper: the agents' replicas run in the Docker Engine, outside the stack's PID namespace.
 # The data plane stops them as its stack stops; after a hard kill (SIGKILL) nothing else would,
 # so a process of its own session (not in the stack's process group) waits for this script's
-# end, however it ends, removes every container labelled with DATA_PLANE_STACK, and exits.
+# end, however it ends, removes every container and network labelled with DATA_PLANE_STACK,
+# and exits.
 stack_reaper() {
   [ "${DATA_PLANE_ENGINE:-}" = docker ] && [ -n "${DATA_PLANE_STACK:-}" ] || return 0
   setsid bash -c 'tail --pid="$1" -f /dev/null
     ids=$(docker ps -aq --filter "label=agent-hosting.stack=$2")
-    [ -z "$ids" ] || docker rm -f $ids' reaper $$ "$DATA_PLANE_STACK" </dev/null >/dev/null 2>&1 &
+    [ -z "$ids" ] || docker rm -f $ids
+    networks=$(docker network ls -q --filter "label=agent-hosting.stack=$2")
+    [ -z "$networks" ] || docker network rm $networks' \
+    reaper $$ "$DATA_PLANE_STACK" </dev/null >/dev/null 2>&1 &
 }
 
 # stack_claim DIR PORT TARGET: DIR (a stack's data: DynamoDB Local's files, the data plane's

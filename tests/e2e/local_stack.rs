@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use integration_tests::bounded::{self, Bound, Try};
 use integration_tests::workspace;
 use process_tree::Process;
 use serde_json::{Value, json};
@@ -232,9 +233,10 @@ fn another_on_its_port_refuses(port: u16, holder: &[Process]) -> Option<String> 
     })
 }
 
-/// SIGKILL of the stack's process group: within [`HARD_KILL`] none of `tree` runs and its port
-/// is free. Answers what broke.
+/// SIGKILL of the stack's process group: within [`HARD_KILL`] none of `tree` runs, its port
+/// is free, and none of its replicas is left in the Docker Engine. Answers what broke.
 fn killed_hard_leaves_nothing(run: &Run, tree: &[Process]) -> Vec<String> {
+    runs_a_replica(run.port);
     process_tree::signal_group(run.pid(), libc::SIGKILL);
     let left = process_tree::wait_gone(tree, HARD_KILL, &[run.pid()]);
     let mut broken = Vec::new();
@@ -251,7 +253,59 @@ fn killed_hard_leaves_nothing(run: &Run, tree: &[Process]) -> Vec<String> {
             run.port
         ));
     }
+    replicas_removed(run.port);
     broken
+}
+
+/// `docker ARGS`' output, trimmed (what went wrong, if it could not run).
+fn docker_listed(args: &[&str]) -> String {
+    let output = Command::new("docker").args(args).output();
+    output.map_or_else(
+        |error| format!("docker: {error}"),
+        |output| String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+    )
+}
+
+/// The label of the replicas and networks of the stack on `port`.
+fn stack_label(port: u16) -> String {
+    format!("label=agent-hosting.stack=run-{port}")
+}
+
+/// Waits until the stack on `port` runs a replica (its demo agent's warm one) in the Docker
+/// Engine, so that what a kill leaves of it can be seen.
+fn runs_a_replica(port: u16) {
+    bounded::until_blocking(
+        "make run's demo agent's replica",
+        Bound::new(240, Duration::from_secs(60)),
+        || match docker_listed(&["ps", "-q", "--filter", &stack_label(port)]) {
+            ids if !ids.is_empty() && !ids.starts_with("docker:") => Try::Done(()),
+            ids => Try::Again {
+                why: format!("running: [{ids}]"),
+                wait: Duration::from_millis(250),
+            },
+        },
+    );
+}
+
+/// Waits (at most [`HARD_KILL`]) until no Docker container or network of the stack on `port`
+/// is left: its data plane's replicas run in the engine, outside the stack's processes, and
+/// must go with it too.
+fn replicas_removed(port: u16) {
+    bounded::until_blocking(
+        "the killed stack's replicas removed",
+        Bound::new(40, HARD_KILL),
+        || {
+            let containers = docker_listed(&["ps", "-aq", "--filter", &stack_label(port)]);
+            let networks = docker_listed(&["network", "ls", "-q", "--filter", &stack_label(port)]);
+            match containers.is_empty() && networks.is_empty() {
+                true => Try::Done(()),
+                false => Try::Again {
+                    why: format!("containers [{containers}], networks [{networks}]"),
+                    wait: Duration::from_millis(250),
+                },
+            }
+        },
+    );
 }
 
 /// SIGINT to the stack's process group, as Ctrl-C sends it: within [`INTERRUPT`] make has
