@@ -3,6 +3,8 @@
 //! example-image`) as real containers. What each test reads of the engine it reads with the
 //! `docker` command, as an operator would: labels, limits, environment, which containers exist.
 
+mod walkthrough;
+
 use std::process::Command;
 use std::time::Duration;
 

@@ -9,7 +9,6 @@
 //! revoked in the stack's tables, as the operator command does.
 
 mod secrets;
-mod walkthrough;
 
 use integration_tests::bounded::{self, Bound, Try};
 use std::sync::Arc;

@@ -1,5 +1,6 @@
-//! The README's first walkthrough ("an agent's life"), run against the stack by
-//! integration_tests::walkthrough.
+//! The README's first walkthrough ("an agent's life"), run against the stack (its data plane on
+//! the Docker Engine, as make run's) by integration_tests::walkthrough; a module of the
+//! dataplane suite.
 
 use integration_tests::stack::Stack;
 use serde_json::{Value, json};
@@ -9,7 +10,7 @@ async fn demo_agent(stack: &Stack, key: &shared::auth::ApiKey, namespace: &str) 
     let created = stack
         .create(
             key,
-            &json!({"serviceName": "demo-agent", "image": "ghcr.io/acme/demo-agent:1.0"}),
+            &json!({"serviceName": "demo-agent", "image": "agent-hosting.local/example-agent:latest"}),
         )
         .await;
     assert_eq!(created.status, 201, "{:?}", created.body);
@@ -30,7 +31,7 @@ async fn demo_agent(stack: &Stack, key: &shared::auth::ApiKey, namespace: &str) 
 }
 
 #[tokio::test]
-#[ignore = "end to end: scripts/e2e.sh runs it against a stack"]
+#[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
 async fn the_readmes_walkthrough_answers_as_it_says() {
     let stack = Stack::from_env();
     let (caller, key) = stack.account("walkthrough").await;
