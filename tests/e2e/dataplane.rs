@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use integration_tests::bounded::{self, Bound, Try};
-use integration_tests::stack::{Answer, Stack, bearer};
+use integration_tests::stack::{Answer, Stack};
 use reqwest::Method;
 use serde_json::{Value, json};
 use shared::auth::ApiKey;
@@ -31,26 +31,24 @@ async fn call(
     path: &str,
     body: Option<&Value>,
 ) -> Answer {
-    stack
-        .call(method, path, Some(&bearer(key)), |request| match body {
-            Some(body) => request.json(body),
-            None => request,
-        })
-        .await
+    stack.send_as(key, method, path, body).await
 }
 
 /// Reads `path` until `done` holds of its answer (60 s at most: an image's first start).
 async fn until(stack: &Stack, key: &ApiKey, path: &str, done: impl Fn(&Value) -> bool) -> Value {
     let bound = Bound::new(240, Duration::from_secs(60));
-    bounded::until(path, bound, || async {
-        let answer = call(stack, key, Method::GET, path, None).await;
-        match answer.status == 200 && done(&answer.body) {
-            true => Try::Done(answer.body),
-            false => Try::Again {
-                why: format!("{} {}", answer.status, answer.body),
-                wait: Duration::from_millis(250),
-            },
-        }
+    stack
+        .read_until(key, path, (bound, Duration::from_millis(250)), done)
+        .await
+}
+
+/// Creates the agent `body` describes and waits until its deployment is reported ready.
+async fn ready_agent(stack: &Stack, key: &ApiKey, body: &Value) -> Value {
+    let created = call(stack, key, Method::POST, "/agents", Some(body)).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let name = body["serviceName"].as_str().expect("the agent's name");
+    until(stack, key, &format!("/agents/{name}"), |agent| {
+        agent["activeDeploymentReady"] == true
     })
     .await
 }
@@ -157,12 +155,7 @@ async fn a_deployment_runs_as_containers_with_the_profiles_limits_its_secrets_an
     .await;
     let body = json!({"serviceName": "voice", "image": example_image(), "secretSet": "voice-env",
                       "agentProfile": "agent-2x", "autoScaling": {"minAgents": 2, "maxAgents": 3}});
-    let created = call(&stack, &key, Method::POST, "/agents", Some(&body)).await;
-    assert_eq!(created.status, 201, "{:?}", created.body);
-    let agent = until(&stack, &key, "/agents/voice", |a| {
-        a["activeDeploymentReady"] == true
-    })
-    .await;
+    let agent = ready_agent(&stack, &key, &body).await;
     let deployment = agent["activeDeploymentId"].as_str().unwrap().to_owned();
 
     let ids = until_replicas(&caller.namespace, "voice", "the reserve of 2", |ids| {
@@ -216,16 +209,7 @@ async fn a_session_is_handed_to_a_replica_its_lines_are_read_back_and_its_end_re
     let (caller, key) = stack.account("sessions").await;
     let body = json!({"serviceName": "talk", "image": example_image(),
                       "autoScaling": {"minAgents": 1, "maxAgents": 2}});
-    assert_eq!(
-        call(&stack, &key, Method::POST, "/agents", Some(&body))
-            .await
-            .status,
-        201
-    );
-    until(&stack, &key, "/agents/talk", |a| {
-        a["activeDeploymentReady"] == true
-    })
-    .await;
+    ready_agent(&stack, &key, &body).await;
     let before = until_replicas(&caller.namespace, "talk", "one idle replica", |ids| {
         ids.len() == 1
     })
@@ -295,16 +279,7 @@ async fn a_stop_ends_the_session_terminated_and_removes_its_replica() {
     let (caller, key) = stack.account("stops").await;
     let body = json!({"serviceName": "stopper", "image": example_image(),
                       "autoScaling": {"minAgents": 1, "maxAgents": 1}});
-    assert_eq!(
-        call(&stack, &key, Method::POST, "/agents", Some(&body))
-            .await
-            .status,
-        201
-    );
-    until(&stack, &key, "/agents/stopper", |a| {
-        a["activeDeploymentReady"] == true
-    })
-    .await;
+    ready_agent(&stack, &key, &body).await;
     let held = until_replicas(&caller.namespace, "stopper", "one replica", |ids| {
         ids.len() == 1
     })
@@ -380,16 +355,7 @@ async fn deleting_an_agent_leaves_no_container_of_it() {
     let (caller, key) = stack.account("deletes").await;
     let body = json!({"serviceName": "gone", "image": example_image(),
                       "autoScaling": {"minAgents": 2, "maxAgents": 2}});
-    assert_eq!(
-        call(&stack, &key, Method::POST, "/agents", Some(&body))
-            .await
-            .status,
-        201
-    );
-    until(&stack, &key, "/agents/gone", |a| {
-        a["activeDeploymentReady"] == true
-    })
-    .await;
+    ready_agent(&stack, &key, &body).await;
     until_replicas(&caller.namespace, "gone", "two replicas", |ids| {
         ids.len() == 2
     })
@@ -439,16 +405,7 @@ async fn a_secret_value_reaches_its_replicas_environment_and_no_file_log_line_or
     put_secret(&stack, &key, "planted-env", "PLANTED_API_KEY", &planted).await;
     let body = json!({"serviceName": "planted", "image": example_image(), "secretSet": "planted-env",
                       "autoScaling": {"minAgents": 1, "maxAgents": 1}});
-    assert_eq!(
-        call(&stack, &key, Method::POST, "/agents", Some(&body))
-            .await
-            .status,
-        201
-    );
-    until(&stack, &key, "/agents/planted", |a| {
-        a["activeDeploymentReady"] == true
-    })
-    .await;
+    ready_agent(&stack, &key, &body).await;
     let ids = until_replicas(&caller.namespace, "planted", "its replica", |ids| {
         ids.len() == 1
     })
@@ -523,16 +480,7 @@ async fn a_crash_or_an_oom_kill_mid_session_ends_it_agent_error_with_the_reason_
     let (_, key) = stack.account("deaths").await;
     let body = json!({"serviceName": "fragile", "image": example_image(),
                       "autoScaling": {"minAgents": 1, "maxAgents": 2}});
-    assert_eq!(
-        call(&stack, &key, Method::POST, "/agents", Some(&body))
-            .await
-            .status,
-        201
-    );
-    until(&stack, &key, "/agents/fragile", |a| {
-        a["activeDeploymentReady"] == true
-    })
-    .await;
+    ready_agent(&stack, &key, &body).await;
 
     let crash = json!({"durationSeconds": 0.5, "exitCode": 7});
     let (ended, lines) = session_to_its_end(&stack, &key, "fragile", crash).await;

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use integration_tests::bounded::{self, Bound, Try};
-use integration_tests::stack::{Answer, Stack, bearer};
+use integration_tests::stack::{Answer, Stack};
 use reqwest::Method;
 use serde_json::{Value, json};
 use shared::auth::ApiKey;
@@ -80,28 +80,13 @@ async fn call(
     path: &str,
     body: Option<&Value>,
 ) -> Answer {
-    stack
-        .call(method, path, Some(&bearer(key)), |request| match body {
-            Some(body) => request.json(body),
-            None => request,
-        })
-        .await
+    stack.send_as(key, method, path, body).await
 }
 
 /// Reads `path` every [`LOOK`] until `done` holds of its answer (60 s at most).
 async fn until(stack: &Stack, key: &ApiKey, path: &str, done: impl Fn(&Value) -> bool) -> Value {
     let bound = Bound::new(3000, Duration::from_secs(60));
-    bounded::until(path, bound, || async {
-        let answer = call(stack, key, Method::GET, path, None).await;
-        match answer.status == 200 && done(&answer.body) {
-            true => Try::Done(answer.body),
-            false => Try::Again {
-                why: format!("{} {}", answer.status, answer.body),
-                wait: LOOK,
-            },
-        }
-    })
-    .await
+    stack.read_until(key, path, (bound, LOOK), done).await
 }
 
 /// `docker` with `args`, on a blocking thread, 60 s at most: its stdout; panics when it fails.

@@ -235,6 +235,43 @@ impl Stack {
         }
     }
 
+    /// `method` `path` with `key`'s bearer and, when given, a JSON body.
+    pub async fn send_as(
+        &self,
+        key: &ApiKey,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Answer {
+        self.call(method, path, Some(&bearer(key)), |request| match body {
+            Some(body) => request.json(body),
+            None => request,
+        })
+        .await
+    }
+
+    /// GETs `path` with `key`'s bearer every `every` until `done` holds of a 200 answer, within
+    /// `bound`; the answer's body.
+    pub async fn read_until(
+        &self,
+        key: &ApiKey,
+        path: &str,
+        (bound, every): (crate::bounded::Bound, Duration),
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        crate::bounded::until(path, bound, || async {
+            let answer = self.send_as(key, reqwest::Method::GET, path, None).await;
+            match answer.status == 200 && done(&answer.body) {
+                true => crate::bounded::Try::Done(answer.body),
+                false => crate::bounded::Try::Again {
+                    why: format!("{} {}", answer.status, answer.body),
+                    wait: every,
+                },
+            }
+        })
+        .await
+    }
+
     /// POST /agents with a JSON body.
     pub async fn create(&self, key: &ApiKey, body: &Value) -> Answer {
         self.call(
