@@ -10,6 +10,7 @@ mod reserve;
 mod restart;
 mod rollout;
 mod sessions;
+mod steps;
 
 pub use failures::{
     a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,

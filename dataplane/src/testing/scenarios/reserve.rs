@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Harness, Running, WAIT, agent, holders};
+use super::{Harness, Running, agent, holders};
 use crate::replica::{Limits, ReplicaStatus};
 
 /// Create -> replicas with the profile's limits, `PORT=8080` then the env set's keys, and the
@@ -52,17 +52,10 @@ pub async fn a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_
 pub async fn the_reserve_is_kept_and_refilled_after_a_session<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("reserve");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (2, 4), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &agent, (2, 4)).await;
     let before = running.until_replicas(&deployment, 2).await;
     let session = running
-        .request_session(&agent, &deployment, json!({"durationSeconds": 30}))
-        .await;
-    running
-        .reports
-        .wait_for_session_state(WAIT, &session, "started")
+        .started_session(&agent, &deployment, json!({"durationSeconds": 30}))
         .await;
     // One holds the session, and two more are idle beside it.
     let during = running.until_replicas(&deployment, 3).await;
@@ -92,20 +85,14 @@ pub async fn the_reserve_is_kept_and_refilled_after_a_session<H: Harness>(harnes
 pub async fn never_more_than_max_replicas<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("capped");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (1, 2), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &agent, (1, 2)).await;
     let mut sessions = Vec::new();
     for _ in 0..4 {
         let body = json!({"durationSeconds": 30});
         sessions.push(running.request_session(&agent, &deployment, body).await);
     }
     for session in &sessions[..2] {
-        running
-            .reports
-            .wait_for_session_state(WAIT, session, "started")
-            .await;
+        running.started(session).await;
     }
     // Both replicas are busy and two sessions still wait: the cap holds through many passes.
     for _ in 0..20 {

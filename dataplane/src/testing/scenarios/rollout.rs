@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{Harness, Running, WAIT, agent, handed_to};
+use super::{Harness, Running, agent, handed_to};
 use crate::replica::ReplicaStatus;
 
 /// A new deployment starts its reserve; once it is ready the previous deployment's idle
@@ -10,18 +10,11 @@ use crate::replica::ReplicaStatus;
 pub async fn a_rollout_moves_the_reserve_and_lets_busy_replicas_finish<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("rolling");
-    let image = harness.example_image();
-    let old = running.deploy(&agent, &image, (2, 4), json!({})).await;
-    running.ready(&old).await;
+    let old = running.ready_deployment(harness, &agent, (2, 4)).await;
     running.until_replicas(&old, 2).await;
     let body = json!({"durationSeconds": 3});
-    let session = running.request_session(&agent, &old, body).await;
-    running
-        .reports
-        .wait_for_session_state(WAIT, &session, "started")
-        .await;
-    let new = running.deploy(&agent, &image, (2, 4), json!({})).await;
-    running.ready(&new).await;
+    let session = running.started_session(&agent, &old, body).await;
+    let new = running.ready_deployment(harness, &agent, (2, 4)).await;
     // The old deployment's idle replicas stop; the one holding the session does not.
     let busy = running.until_replicas(&old, 1).await;
     assert_eq!(
@@ -32,10 +25,7 @@ pub async fn a_rollout_moves_the_reserve_and_lets_busy_replicas_finish<H: Harnes
         running.reports.session_reports(&session).len() == 1,
         "the session still runs"
     );
-    let ended = running
-        .reports
-        .wait_for_session_state(WAIT, &session, "ended")
-        .await;
+    let ended = running.ended(&session).await;
     assert_eq!(ended.completion_status, Some("completed"), "{ended:?}");
     running.until_replicas(&old, 0).await;
     running.until_replicas(&new, 2).await;
@@ -46,16 +36,9 @@ pub async fn a_rollout_moves_the_reserve_and_lets_busy_replicas_finish<H: Harnes
 pub async fn an_agent_deleted_leaves_no_replica<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("deleted");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (2, 3), json!({}))
-        .await;
-    running.ready(&deployment).await;
-    let session = running
-        .request_session(&agent, &deployment, json!({"durationSeconds": 300}))
-        .await;
+    let deployment = running.ready_deployment(harness, &agent, (2, 3)).await;
     running
-        .reports
-        .wait_for_session_state(WAIT, &session, "started")
+        .started_session(&agent, &deployment, json!({"durationSeconds": 300}))
         .await;
     let event = crate::events::ControlEvent::AgentDeleted {
         agent: agent.clone(),

@@ -12,17 +12,11 @@ use crate::replica::ReplicaId;
 pub async fn a_warm_start_is_cold_start_false_and_reports_started<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("warm");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (1, 2), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &agent, (1, 2)).await;
     let session = running
         .request_session(&agent, &deployment, json!({"durationSeconds": 30}))
         .await;
-    let started = running
-        .reports
-        .wait_for_session_state(WAIT, &session, "started")
-        .await;
+    let started = running.started(&session).await;
     assert_eq!(started.cold_start, Some(false), "{started:?}");
     assert!(
         started.bot_start_seconds.is_some_and(|s| s >= 0.0),
@@ -51,10 +45,7 @@ pub async fn a_cold_start_is_cold_start_true<H: Harness>(harness: &H) {
     let session = running
         .request_session(&agent, &deployment, json!({"durationSeconds": 30}))
         .await;
-    let started = running
-        .reports
-        .wait_for_session_state(WAIT, &session, "started")
-        .await;
+    let started = running.started(&session).await;
     assert_eq!(started.cold_start, Some(true), "{started:?}");
     assert!(
         started.bot_start_seconds.is_some_and(|s| s > 0.0),
@@ -72,23 +63,13 @@ pub async fn a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never
 ) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("complete");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (1, 1), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &agent, (1, 1)).await;
     let first = running.until_replicas(&deployment, 1).await;
     let session = running
-        .request_session(&agent, &deployment, json!({"durationSeconds": 1}))
-        .await;
-    running
-        .reports
-        .wait_for_session_state(WAIT, &session, "started")
+        .started_session(&agent, &deployment, json!({"durationSeconds": 1}))
         .await;
     assert_eq!(holders(harness, &first, &session).await, first);
-    let ended = running
-        .reports
-        .wait_for_session_state(WAIT, &session, "ended")
-        .await;
+    let ended = running.ended(&session).await;
     assert_eq!(ended.completion_status, Some("completed"), "{ended:?}");
     running
         .until("the session's replica replaced", |views| {
@@ -96,11 +77,7 @@ pub async fn a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never
         })
         .await;
     let next = running
-        .request_session(&agent, &deployment, json!({"durationSeconds": 30}))
-        .await;
-    running
-        .reports
-        .wait_for_session_state(WAIT, &next, "started")
+        .started_session(&agent, &deployment, json!({"durationSeconds": 30}))
         .await;
     let now = running.until_replicas(&deployment, 1).await;
     assert_ne!(now, first, "the replica of an ended session took another");
@@ -112,16 +89,10 @@ pub async fn a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never
 pub async fn a_non_2xx_answer_ends_it_agent_error<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("refusing");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (1, 2), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &agent, (1, 2)).await;
     let body = json!({"durationSeconds": 0.1, "status": 500});
     let session = running.request_session(&agent, &deployment, body).await;
-    let ended = running
-        .reports
-        .wait_for_session_state(WAIT, &session, "ended")
-        .await;
+    let ended = running.ended(&session).await;
     assert_eq!(ended.completion_status, Some("agentError"), "{ended:?}");
     running.finish().await;
 }
@@ -131,20 +102,10 @@ pub async fn a_non_2xx_answer_ends_it_agent_error<H: Harness>(harness: &H) {
 pub async fn a_crash_mid_session_ends_it_agent_error<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("crashing");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (1, 2), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &agent, (1, 2)).await;
     let body = json!({"durationSeconds": 0.1, "exitCode": 3});
-    let session = running.request_session(&agent, &deployment, body).await;
-    running
-        .reports
-        .wait_for_session_state(WAIT, &session, "started")
-        .await;
-    let ended = running
-        .reports
-        .wait_for_session_state(WAIT, &session, "ended")
-        .await;
+    let session = running.started_session(&agent, &deployment, body).await;
+    let ended = running.ended(&session).await;
     assert_eq!(ended.completion_status, Some("agentError"), "{ended:?}");
     let line = running
         .reports
@@ -158,23 +119,13 @@ pub async fn a_crash_mid_session_ends_it_agent_error<H: Harness>(harness: &H) {
 pub async fn a_stop_ends_it_terminated_and_removes_the_replica<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("stopped");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (1, 2), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &agent, (1, 2)).await;
     let reserve = running.until_replicas(&deployment, 1).await;
     let session = running
-        .request_session(&agent, &deployment, json!({"durationSeconds": 300}))
-        .await;
-    running
-        .reports
-        .wait_for_session_state(WAIT, &session, "started")
+        .started_session(&agent, &deployment, json!({"durationSeconds": 300}))
         .await;
     running.stop_session(&agent, &session).await;
-    let ended = running
-        .reports
-        .wait_for_session_state(WAIT, &session, "ended")
-        .await;
+    let ended = running.ended(&session).await;
     assert_eq!(ended.completion_status, Some("terminated"), "{ended:?}");
     running
         .until("the stopped session's replica gone", |views| {
@@ -194,10 +145,7 @@ pub async fn a_stop_ends_it_terminated_and_removes_the_replica<H: Harness>(harne
 pub async fn two_sessions_never_share_a_replica<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("contended");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (2, 2), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &agent, (2, 2)).await;
     let ids = running.until_replicas(&deployment, 2).await;
     let sessions: Vec<String> = (0..4).map(|_| new_id()).collect();
     let body = json!({"durationSeconds": 30});
@@ -228,27 +176,16 @@ pub async fn two_sessions_never_share_a_replica<H: Harness>(harness: &H) {
 pub async fn a_duplicate_session_requested_claims_nothing_new<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("repeated");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (2, 3), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &agent, (2, 3)).await;
     let body = json!({"durationSeconds": 30});
     let session = running
-        .request_session(&agent, &deployment, body.clone())
-        .await;
-    running
-        .reports
-        .wait_for_session_state(WAIT, &session, "started")
+        .started_session(&agent, &deployment, body.clone())
         .await;
     running
         .request_session_as(&agent, &deployment, &session, body.clone())
         .await;
     // A later session's start orders the check after whatever the repeat could have done.
-    let later = running.request_session(&agent, &deployment, body).await;
-    running
-        .reports
-        .wait_for_session_state(WAIT, &later, "started")
-        .await;
+    running.started_session(&agent, &deployment, body).await;
     let reports = running.reports.session_reports(&session);
     assert_eq!(reports.len(), 1, "one start: {reports:#?}");
     let ids: Vec<ReplicaId> = running
@@ -276,10 +213,7 @@ pub async fn a_duplicate_session_requested_claims_nothing_new<H: Harness>(harnes
 pub async fn a_daily_room_without_credentials_is_transport_not_configured<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let agent = agent("daily");
-    let deployment = running
-        .deploy(&agent, &harness.example_image(), (1, 2), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &agent, (1, 2)).await;
     let asks = [
         SessionRequest {
             create_daily_room: true,
@@ -316,25 +250,14 @@ pub async fn a_daily_room_without_credentials_is_transport_not_configured<H: Har
 pub async fn a_stop_naming_another_agent_stops_nothing<H: Harness>(harness: &H) {
     let running = Running::start(harness, &[]).await;
     let (owner, other) = (agent("owner"), agent("other"));
-    let deployment = running
-        .deploy(&owner, &harness.example_image(), (1, 2), json!({}))
-        .await;
-    running.ready(&deployment).await;
+    let deployment = running.ready_deployment(harness, &owner, (1, 2)).await;
     let body = json!({"durationSeconds": 30});
     let session = running
-        .request_session(&owner, &deployment, body.clone())
-        .await;
-    running
-        .reports
-        .wait_for_session_state(WAIT, &session, "started")
+        .started_session(&owner, &deployment, body.clone())
         .await;
     running.stop_session(&other, &session).await;
     // A later session's start orders the check after whatever the stop could have done.
-    let later = running.request_session(&owner, &deployment, body).await;
-    running
-        .reports
-        .wait_for_session_state(WAIT, &later, "started")
-        .await;
+    running.started_session(&owner, &deployment, body).await;
     let reports = running.reports.session_reports(&session);
     assert_eq!(reports.len(), 1, "only started: {reports:#?}");
     running.finish().await;
