@@ -17,7 +17,9 @@
 # alone, on a stack whose DynamoDB Local keeps its data on disk, in .local/e2e-dynamodb, with the
 # functions logging at info as deployed), dataplane (tests/e2e/dataplane.rs: the data plane on
 # the Docker Engine running the example agent's image: replicas, sessions, logs, failures,
-# delete). Nothing the stack starts outlives the run (scripts/stack.sh, stack_contain).
+# delete), dataplane-bench (tests/e2e/dataplane_bench.rs: make bench's figures of the data plane
+# on Docker; not in make test). Nothing the stack starts outlives the run (scripts/stack.sh,
+# stack_contain).
 #
 # The data plane of the stack runs on the Docker Engine for the dataplane suite; the suites
 # written for the simulation (their agents' images are names no registry here serves: on a real
