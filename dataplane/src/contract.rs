@@ -14,6 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, HOST};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::Empty;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use shared::session::Transport;
@@ -97,10 +98,10 @@ impl HeldSession {
 /// Whether the replica at `addr` answers `GET /readyz` with 200 within [`READY_TIMEOUT`].
 pub async fn is_ready(addr: SocketAddr) -> bool {
     let ask = async {
-        let (mut sender, _connection) = connect::<Empty>(addr).await.ok()?;
+        let (mut sender, _connection) = connect::<Empty<Bytes>>(addr).await.ok()?;
         let request = Request::get("/readyz")
             .header(HOST, addr.to_string())
-            .body(Empty)
+            .body(Empty::new())
             .ok()?;
         let answer = sender.send_request(request).await.ok()?;
         Some(answer.status() == StatusCode::OK)
@@ -285,29 +286,6 @@ impl Body for Announced {
     fn size_hint(&self) -> SizeHint {
         let length = self.data.as_ref().map_or(0, |data| data.len() as u64);
         SizeHint::with_exact(length)
-    }
-}
-
-/// No body (`GET /readyz`).
-struct Empty;
-
-impl Body for Empty {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(None)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        true
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(0)
     }
 }
 

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use integration_tests::bounded::{self, Bound, Try};
-use integration_tests::stack::{Answer, Stack};
+use integration_tests::stack::Stack;
 use reqwest::Method;
 use serde_json::{Value, json};
 use shared::auth::ApiKey;
@@ -24,16 +24,6 @@ fn stack_label() -> String {
     std::env::var("DATA_PLANE_STACK").expect("DATA_PLANE_STACK: scripts/e2e.sh names it")
 }
 
-async fn call(
-    stack: &Stack,
-    key: &ApiKey,
-    method: Method,
-    path: &str,
-    body: Option<&Value>,
-) -> Answer {
-    stack.send_as(key, method, path, body).await
-}
-
 /// Reads `path` until `done` holds of its answer (60 s at most: an image's first start).
 async fn until(stack: &Stack, key: &ApiKey, path: &str, done: impl Fn(&Value) -> bool) -> Value {
     let bound = Bound::new(240, Duration::from_secs(60));
@@ -44,7 +34,9 @@ async fn until(stack: &Stack, key: &ApiKey, path: &str, done: impl Fn(&Value) ->
 
 /// Creates the agent `body` describes and waits until its deployment is reported ready.
 async fn ready_agent(stack: &Stack, key: &ApiKey, body: &Value) -> Value {
-    let created = call(stack, key, Method::POST, "/agents", Some(body)).await;
+    let created = stack
+        .send_as(key, Method::POST, "/agents", Some(body))
+        .await;
     assert_eq!(created.status, 201, "{:?}", created.body);
     let name = body["serviceName"].as_str().expect("the agent's name");
     until(stack, key, &format!("/agents/{name}"), |agent| {
@@ -115,27 +107,17 @@ async fn until_replicas(
 
 async fn put_secret(stack: &Stack, key: &ApiKey, set: &str, name: &str, value: &str) {
     let body = json!({"secretKey": name, "secretValue": value});
-    let put = call(
-        stack,
-        key,
-        Method::PUT,
-        &format!("/secrets/{set}"),
-        Some(&body),
-    )
-    .await;
+    let put = stack
+        .send_as(key, Method::PUT, &format!("/secrets/{set}"), Some(&body))
+        .await;
     assert!(matches!(put.status, 200 | 201), "{:?}", put.body);
 }
 
 async fn start(stack: &Stack, key: &ApiKey, agent: &str, body: Value) -> Value {
     let path = format!("/public/{agent}/start");
-    let started = call(
-        stack,
-        key,
-        Method::POST,
-        &path,
-        Some(&json!({"body": body})),
-    )
-    .await;
+    let started = stack
+        .send_as(key, Method::POST, &path, Some(&json!({"body": body})))
+        .await;
     assert_eq!(started.status, 200, "{:?}", started.body);
     started.body
 }
@@ -289,7 +271,10 @@ async fn a_stop_ends_the_session_terminated_and_removes_its_replica() {
     let path = format!("/agents/stopper/sessions/{id}");
     until(&stack, &key, &path, |s| s["status"] == "started").await;
     assert_eq!(
-        call(&stack, &key, Method::DELETE, &path, None).await.status,
+        stack
+            .send_as(&key, Method::DELETE, &path, None)
+            .await
+            .status,
         200
     );
     let ended = until(&stack, &key, &path, |s| s["status"] == "ended").await;
@@ -312,14 +297,16 @@ async fn a_crash_loop_and_an_unpullable_image_are_reported_with_their_codes() {
     let crash =
         json!({"serviceName": "crasher", "image": example_image(), "secretSet": "crash-env"});
     assert_eq!(
-        call(&stack, &key, Method::POST, "/agents", Some(&crash))
+        stack
+            .send_as(&key, Method::POST, "/agents", Some(&crash))
             .await
             .status,
         201
     );
     let absent = json!({"serviceName": "absent", "image": "agent-hosting.local/absent:1.0"});
     assert_eq!(
-        call(&stack, &key, Method::POST, "/agents", Some(&absent))
+        stack
+            .send_as(&key, Method::POST, "/agents", Some(&absent))
             .await
             .status,
         201
@@ -361,7 +348,8 @@ async fn deleting_an_agent_leaves_no_container_of_it() {
     })
     .await;
     assert_eq!(
-        call(&stack, &key, Method::DELETE, "/agents/gone", None)
+        stack
+            .send_as(&key, Method::DELETE, "/agents/gone", None)
             .await
             .status,
         200

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use integration_tests::bounded::{self, Bound, Try};
-use integration_tests::stack::{Answer, Stack};
+use integration_tests::stack::Stack;
 use reqwest::Method;
 use serde_json::{Value, json};
 use shared::auth::ApiKey;
@@ -73,16 +73,6 @@ impl Figure {
     }
 }
 
-async fn call(
-    stack: &Stack,
-    key: &ApiKey,
-    method: Method,
-    path: &str,
-    body: Option<&Value>,
-) -> Answer {
-    stack.send_as(key, method, path, body).await
-}
-
 /// Reads `path` every [`LOOK`] until `done` holds of its answer (60 s at most).
 async fn until(stack: &Stack, key: &ApiKey, path: &str, done: impl Fn(&Value) -> bool) -> Value {
     let bound = Bound::new(3000, Duration::from_secs(60));
@@ -141,7 +131,9 @@ async fn until_running(namespace: &str, agent: &str, count: usize) {
 async fn create(stack: &Stack, key: &ApiKey, name: &str, min: u32, max: u32) {
     let body = json!({"serviceName": name, "image": example_image(),
                       "autoScaling": {"minAgents": min, "maxAgents": max}});
-    let created = call(stack, key, Method::POST, "/agents", Some(&body)).await;
+    let created = stack
+        .send_as(key, Method::POST, "/agents", Some(&body))
+        .await;
     assert_eq!(created.status, 201, "{:?}", created.body);
 }
 
@@ -164,7 +156,7 @@ async fn creates(stack: &Stack, key: &ApiKey) -> Figure {
         // Its replica would only take the machine's time from the figures after it.
         let path = format!("/agents/{name}");
         assert_eq!(
-            call(stack, key, Method::DELETE, &path, None).await.status,
+            stack.send_as(key, Method::DELETE, &path, None).await.status,
             200
         );
     }
@@ -177,7 +169,7 @@ async fn start(stack: &Stack, key: &ApiKey, agent: &str) -> (Duration, Duration,
     let body = json!({"body": {"durationSeconds": SESSION_SECONDS}});
     let path = format!("/public/{agent}/start");
     let clock = Instant::now();
-    let answer = call(stack, key, Method::POST, &path, Some(&body)).await;
+    let answer = stack.send_as(key, Method::POST, &path, Some(&body)).await;
     let answered = clock.elapsed();
     assert_eq!(answer.status, 200, "{:?}", answer.body);
     let id = answer.body["sessionId"]
