@@ -377,11 +377,11 @@ async fn deleting_an_agent_leaves_no_container_of_it() {
 
 #[tokio::test]
 #[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
-async fn the_readmes_walkthrough_of_a_real_session_answers_as_it_says() {
+async fn the_data_plane_docs_walkthrough_of_a_real_session_answers_as_it_says() {
     let stack = Stack::from_env();
     let (_, key) = stack.account("real-walkthrough").await;
     let heading = "Walkthrough: a session in a real container";
-    integration_tests::walkthrough::run(&stack, &key, heading).await;
+    integration_tests::walkthrough::run(&stack, &key, "docs/data-plane.md", heading).await;
 }
 
 #[tokio::test]

@@ -36,5 +36,6 @@ async fn the_readmes_walkthrough_answers_as_it_says() {
     let stack = Stack::from_env();
     let (caller, key) = stack.account("walkthrough").await;
     demo_agent(&stack, &key, &caller.namespace).await;
-    integration_tests::walkthrough::run(&stack, &key, "Walkthrough: an agent's life").await;
+    integration_tests::walkthrough::run(&stack, &key, "README.md", "Walkthrough: an agent's life")
+        .await;
 }

@@ -1,4 +1,4 @@
-//! The README's walkthroughs, run as the README writes them: each command of a section's `sh`
+//! The walkthroughs of the README and the docs, run as they are written: each command of a section's `sh`
 //! block in one bash session against the stack, and each status written under a command
 //! (`# 201 …`) checked. Only the block's first two lines, which name the reader's API and key,
 //! are the stack's own here.
@@ -13,14 +13,15 @@ struct Step {
     expected_status: Option<u16>,
 }
 
-/// The first `sh` block of the README's section whose heading starts with `heading`.
-fn walkthrough_block(heading: &str) -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+/// The first `sh` block of the section of `file` (a path from the checkout's root) whose
+/// heading starts with `heading`.
+fn walkthrough_block(file: &str, heading: &str) -> String {
+    let path = format!("{}/../{file}", env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(path).unwrap();
     let section = readme
         .split(&format!("\n## {heading}"))
         .nth(1)
-        .unwrap_or_else(|| panic!("the README has a section {heading}"));
+        .unwrap_or_else(|| panic!("{file} has a section {heading}"));
     let block = section
         .split("```sh\n")
         .nth(1)
@@ -70,10 +71,10 @@ fn steps(block: &str) -> Vec<Step> {
     steps
 }
 
-/// Runs the README section `heading`'s block against `stack` as `key`'s account: every command
+/// Runs the block of `file`'s section `heading` against `stack` as `key`'s account: every command
 /// exits 0 and answers the status written under it.
-pub async fn run(stack: &Stack, key: &ApiKey, heading: &str) {
-    let steps = steps(&walkthrough_block(heading));
+pub async fn run(stack: &Stack, key: &ApiKey, file: &str, heading: &str) {
+    let steps = steps(&walkthrough_block(file, heading));
     assert!(steps.len() > 3, "{heading}: {steps:?}");
     // curl's status goes to stderr, so that a command's output stays what the reader sees.
     let mut script = format!(

@@ -1,5 +1,6 @@
-//! The README's layout is the repository's: every path it names exists, and every crate, module
-//! of `shared`, document and script is named, so the layout cannot go stale unnoticed.
+//! The layout (docs/layout.md, linked from the README) is the repository's: every path it names
+//! exists, and every crate, module of `shared`, document and script is named, so the layout
+//! cannot go stale unnoticed.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -8,13 +9,13 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The first word of each unindented line of the README's layout block.
+/// The first word of each unindented line of docs/layout.md's layout block.
 fn layout() -> BTreeSet<String> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("docs/layout.md")).unwrap();
     let section = readme
         .split("\n## Layout")
         .nth(1)
-        .expect("the README has a Layout section");
+        .expect("docs/layout.md has a Layout section");
     let block = section
         .split("```text\n")
         .nth(1)
@@ -60,7 +61,7 @@ fn every_path_the_layout_names_exists() {
         let on_disk = root().join(path.trim_end_matches('/'));
         assert!(
             on_disk.exists(),
-            "the README's layout names {path}, which is not there"
+            "docs/layout.md's layout names {path}, which is not there"
         );
         assert_eq!(
             on_disk.is_dir(),
@@ -82,6 +83,8 @@ fn every_crate_module_document_and_script_is_named() {
         "shared/",
         "admin/",
         "devplane/",
+        "dataplane/",
+        "examples/agent/",
         "tests/",
         "bench/",
         "fuzz/",
@@ -100,6 +103,6 @@ fn every_crate_module_document_and_script_is_named() {
         .collect();
     assert!(
         missing.is_empty(),
-        "the README's layout does not name {missing:?}"
+        "docs/layout.md's layout does not name {missing:?}"
     );
 }
