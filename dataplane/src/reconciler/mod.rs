@@ -5,6 +5,7 @@
 //! - [`deployments`]: what should run; [`secrets`]: what a deployment's replicas receive;
 //! - [`plan`]: the pure decision of what to start and stop;
 //! - [`reconcile`]: the loop that lists the engine, polls readiness and does what the plan says;
+//! - [`readiness`]: `/readyz` asked of starting replicas, and the readiness timeout;
 //! - [`failures`]: backoff and the codes a deployment fails with;
 //! - [`sessions`]: claims, hand-overs, outcomes and stops;
 //! - [`state`]: what is held in memory (this build keeps no table: the engine's labels and this).
@@ -12,6 +13,7 @@
 pub mod deployments;
 pub mod failures;
 pub mod plan;
+mod readiness;
 mod reconcile;
 pub mod secrets;
 mod sessions;
