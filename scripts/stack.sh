@@ -261,7 +261,8 @@ stack_host_triple() {
 # publisher's code on DynamoDB Local's stream of the agents table, each requested deployment reported ready
 # after DEV_READY_AFTER_MS (2000), DEV_MAX_IN_FLIGHT (4) reports at a time, through the stack's
 # Invoke API; NAMES says how that API names the functions (binary for cargo lambda watch,
-# logical for sam). Built either way; started unless STACK_DATA_PLANE=off.
+# logical for sam). Built either way; started unless STACK_DATA_PLANE=off, under
+# stack_supervise: its PID in .local/dev-data-plane-$DYNAMODB_PORT.pid, restarted when it dies.
 stack_data_plane() {
   local names=$1 log="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.log"
   # The data plane is built with the operator command, in one build.
@@ -274,12 +275,47 @@ stack_data_plane() {
     rm -f "$checkpoint"
     stack_files+=("$checkpoint")
   fi
-  (cd "$stack_root" && exec "$STACK_DATA_PLANE_BIN" --invoke-url "$STACK_LAMBDA_URL" \
+  local pid_file="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.pid"
+  stack_files+=("$pid_file")
+  (cd "$stack_root" && stack_supervise "$pid_file" "${DATA_PLANE_RESTARTS:-5}" \
+    "$STACK_DATA_PLANE_BIN" --invoke-url "$STACK_LAMBDA_URL" \
     --function-names "$names" --ready-after-ms "${DEV_READY_AFTER_MS:-2000}" \
     --checkpoint "$checkpoint") >"$log" 2>&1 &
   stack_pids+=("$!")
   export STACK_DATA_PLANE_LOG=$log
   STACK_LOGS+=("$log")
+}
+
+# stack_supervise PID_FILE MOST COMMAND...: runs COMMAND, its PID in PID_FILE, and runs it
+# again 1 s after it dies (a crash, a kill: a data plane restarted as a service manager would),
+# MOST times at most. Interrupted or terminated (stack_stop), it passes SIGTERM on (the data
+# plane then stops its replicas), waits for the end and restarts nothing. It dies with the stack
+# (stack_stop, or the stack's PID namespace).
+stack_supervise() {
+  local pid_file=$1 most=$2 restarts=0 pid="" status stopping=0 name
+  shift 2
+  name=${1##*/}
+  trap 'stopping=1; kill -TERM "$pid" 2>/dev/null || true' INT TERM
+  while :; do
+    "$@" &
+    pid=$!
+    echo "$pid" >"$pid_file"
+    # A trapped signal ends `wait` early: wait again until the command itself has ended.
+    status=0
+    wait "$pid" || status=$?
+    while kill -0 "$pid" 2>/dev/null; do
+      wait "$pid" || status=$?
+    done
+    [ "$stopping" = 0 ] || return 0
+    if [ "$restarts" -ge "$most" ]; then
+      echo "stack: $name exited (status $status); restarted $most times already, left stopped"
+      return 1
+    fi
+    restarts=$((restarts + 1))
+    echo "stack: $name exited (status $status); starting it again in 1 s ($restarts of $most)"
+    sleep 1
+    [ "$stopping" = 0 ] || return 0
+  done
 }
 
 # stack_watch PORT: the functions behind cargo lambda watch's router, on a port of its own,
