@@ -17,6 +17,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::Empty;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
+use serde::{Deserialize, Serialize};
 use shared::session::Transport;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -33,17 +34,21 @@ pub const ROOM_URL_HEADER: &str = "x-daily-room-url";
 pub const ROOM_TOKEN_HEADER: &str = "x-daily-room-token";
 
 /// What a session's replica is handed: the start's body and what the data plane made for it.
-#[derive(Debug, Clone, PartialEq)]
+/// As JSON it is the holder's `POST /session` body (camelCase).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BotRequest {
     pub session_id: String,
     /// The start's `body`, an object (`{}` when none).
     pub body: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<Transport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub room: Option<DailyRoom>,
 }
 
 /// A Daily room made for a session, and the token to join it.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DailyRoom {
     pub url: String,
     pub token: String,

@@ -10,12 +10,14 @@
 //! - [`replica`]: what a replica is (its spec, labels, limits, what became of it);
 //! - [`events`]: the control plane's events as the data plane takes them;
 //! - [`contract`]: the container contract (`/readyz`, `POST /bot`), the anchor's;
+//! - [`holder`]: the replica's holder of a session's `POST /bot`, its server and its client;
 //! - [`logs`]: a replica's lines, carried to the ingest path under the right stream.
 
 pub mod contract;
 pub mod docker;
 pub mod engine;
 pub mod events;
+pub mod holder;
 pub mod logs;
 pub mod ports;
 pub mod reconciler;

@@ -1,0 +1,90 @@
+//! The holder (docs/design/data-plane.md, "Who holds each session's POST /bot"): a small HTTP
+//! server in every replica, in the agent's network namespace on [`HOLDER_PORT`], that takes a
+//! session from the data plane and holds the agent's `POST /bot` for the whole of it. The
+//! session then lives and dies with its replica: a data plane restarted at any moment asks the
+//! holder what it holds ([`HolderState`]) and adopts it.
+//!
+//! - `POST /session` with a [`BotRequest`] as JSON: 202 once the agent accepted `POST /bot`,
+//!   200 for the same session again, 409 for another, 502 `{"reason"}` when the agent did not
+//!   take it;
+//! - `GET /state[?waitSeconds=N]`: the [`HolderState`]; with `waitSeconds` (at most
+//!   [`MAX_WAIT`]) it answers once the state is `ended`, or after N seconds with the state then.
+//!
+//! No token: only the data plane can reach the port (Docker: inter-container traffic is off on
+//! the namespace's network; Fargate: the security group), and all the agent could do through it
+//! (end its own session) it can do by answering `/bot`. [`server`] is the holder, [`client`]
+//! the data plane's side.
+
+pub mod client;
+pub mod server;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+pub use crate::contract::BotRequest;
+
+/// The port the holder serves on, beside the agent's 8080.
+pub const HOLDER_PORT: u16 = 18080;
+/// The longest `GET /state?waitSeconds` waits.
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+/// Where the holder finds the agent when `HOLDER_AGENT_ADDR` does not say.
+pub const DEFAULT_AGENT_ADDR: &str = "127.0.0.1:8080";
+
+/// What the holder holds, as `GET /state` answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "camelCase")]
+pub enum HolderState {
+    /// No session handed over yet.
+    Idle,
+    /// The agent accepted `POST /bot` at `since` and has not answered.
+    #[serde(rename_all = "camelCase")]
+    Holding {
+        session_id: String,
+        #[serde(with = "time::serde::rfc3339")]
+        since: OffsetDateTime,
+    },
+    /// The session is over; the holder says so until its replica is stopped.
+    #[serde(rename_all = "camelCase")]
+    Ended {
+        session_id: String,
+        #[serde(with = "time::serde::rfc3339")]
+        since: OffsetDateTime,
+        #[serde(with = "time::serde::rfc3339")]
+        ended_at: OffsetDateTime,
+        outcome: Outcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+impl HolderState {
+    /// The session held or ended, and since when its lines are its own.
+    pub fn session(&self) -> Option<(&str, OffsetDateTime)> {
+        match self {
+            HolderState::Idle => None,
+            HolderState::Holding { session_id, since }
+            | HolderState::Ended {
+                session_id, since, ..
+            } => Some((session_id, *since)),
+        }
+    }
+}
+
+/// How a held session ended (contract section 12: a 2xx answer, or anything else).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    Completed,
+    AgentError,
+}
+
+/// A 502's body: why the agent did not take the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub reason: String,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,293 @@
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::client::{self, Accepted, HolderError};
+use super::server::{Holder, serve};
+use super::{BotRequest, HolderState, Outcome};
+use crate::contract::DailyRoom;
+
+/// A bound for every wait on something the holder does by itself.
+const BOUND: Duration = Duration::from_secs(10);
+
+/// An agent whose `POST /bot` answers the status the test sets, whenever it sets it.
+struct Agent {
+    address: SocketAddr,
+    answer: watch::Sender<Option<u16>>,
+    bots: Arc<AtomicUsize>,
+    server: JoinHandle<()>,
+}
+
+async fn agent() -> Agent {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let answer = watch::Sender::new(None);
+    let bots = Arc::new(AtomicUsize::new(0));
+    let (verdicts, counted) = (answer.clone(), bots.clone());
+    let server = tokio::spawn(async move {
+        let mut connections = JoinSet::new();
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (verdicts, counted) = (verdicts.clone(), counted.clone());
+            let service = service_fn(move |_request| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let mut verdict = verdicts.subscribe();
+                async move {
+                    let status = *verdict.wait_for(Option::is_some).await.unwrap();
+                    let mut response = Response::new(Full::new(Bytes::from_static(b"{}")));
+                    *response.status_mut() = StatusCode::from_u16(status.unwrap()).unwrap();
+                    Ok::<_, Infallible>(response)
+                }
+            });
+            connections.spawn(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Agent {
+        address,
+        answer,
+        bots,
+        server,
+    }
+}
+
+/// A holder in front of `agent`, served on a port of its own.
+async fn holder(agent: SocketAddr) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, Holder::new(agent)));
+    address
+}
+
+fn request(session_id: &str) -> BotRequest {
+    BotRequest {
+        session_id: session_id.to_owned(),
+        body: json!({"durationSeconds": 1}),
+        transport: None,
+        room: None,
+    }
+}
+
+/// The state once it is `ended`, by the long poll.
+async fn ended(holder: SocketAddr) -> HolderState {
+    tokio::time::timeout(BOUND, async {
+        loop {
+            let state = client::state(holder, Duration::from_secs(5)).await.unwrap();
+            if matches!(state, HolderState::Ended { .. }) {
+                return state;
+            }
+        }
+    })
+    .await
+    .expect("the session ended")
+}
+
+#[tokio::test]
+async fn a_session_is_taken_once_202_the_same_again_200_another_409() {
+    let agent = agent().await;
+    let holder = holder(agent.address).await;
+    assert_eq!(
+        client::hand_over(holder, &request("s1")).await,
+        Ok(Accepted::Now)
+    );
+    assert_eq!(
+        client::hand_over(holder, &request("s1")).await,
+        Ok(Accepted::Already)
+    );
+    assert_eq!(
+        client::hand_over(holder, &request("s2")).await,
+        Err(HolderError::Busy)
+    );
+    assert_eq!(agent.bots.load(Ordering::SeqCst), 1, "one POST /bot");
+    agent.answer.send_replace(Some(200));
+    ended(holder).await;
+    assert_eq!(
+        client::hand_over(holder, &request("s2")).await,
+        Err(HolderError::Busy),
+        "never a second session, even after the first ended"
+    );
+    assert_eq!(
+        client::hand_over(holder, &request("s1")).await,
+        Ok(Accepted::Already)
+    );
+}
+
+#[tokio::test]
+async fn the_state_is_idle_then_holding_then_ended_completed_on_a_2xx() {
+    let agent = agent().await;
+    let holder = holder(agent.address).await;
+    assert_eq!(
+        client::state(holder, Duration::ZERO).await,
+        Ok(HolderState::Idle)
+    );
+    client::hand_over(holder, &request("s1")).await.unwrap();
+    let holding = client::state(holder, Duration::ZERO).await.unwrap();
+    assert!(
+        matches!(&holding, HolderState::Holding { session_id, .. } if session_id == "s1"),
+        "{holding:?}"
+    );
+    agent.answer.send_replace(Some(204));
+    let HolderState::Ended {
+        session_id,
+        outcome,
+        reason,
+        since,
+        ended_at,
+    } = ended(holder).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        (session_id.as_str(), outcome, reason),
+        ("s1", Outcome::Completed, None)
+    );
+    assert!(since <= ended_at);
+}
+
+#[tokio::test]
+async fn a_non_2xx_answer_ends_it_agent_error_with_the_status() {
+    let agent = agent().await;
+    let holder = holder(agent.address).await;
+    client::hand_over(holder, &request("s1")).await.unwrap();
+    agent.answer.send_replace(Some(500));
+    let state = ended(holder).await;
+    assert!(
+        matches!(&state, HolderState::Ended { outcome: Outcome::AgentError, reason: Some(reason), .. } if reason.contains("500")),
+        "{state:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_broken_connection_ends_it_agent_error() {
+    let agent = agent().await;
+    let holder = holder(agent.address).await;
+    client::hand_over(holder, &request("s1")).await.unwrap();
+    // The agent's process dies: every connection it held closes unanswered.
+    agent.server.abort();
+    let state = ended(holder).await;
+    assert!(
+        matches!(
+            &state,
+            HolderState::Ended {
+                outcome: Outcome::AgentError,
+                reason: Some(_),
+                ..
+            }
+        ),
+        "{state:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_that_does_not_take_it_is_502_with_the_reason_and_the_replica_is_spent() {
+    // Nothing listens where the agent should be.
+    let gone = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let nowhere = gone.local_addr().unwrap();
+    drop(gone);
+    let holder = holder(nowhere).await;
+    let refused = client::hand_over(holder, &request("s1")).await;
+    assert!(
+        matches!(&refused, Err(HolderError::Refused { reason }) if reason.contains("connecting")),
+        "{refused:?}"
+    );
+    let again = client::hand_over(holder, &request("s1")).await;
+    assert!(
+        matches!(again, Err(HolderError::Refused { .. })),
+        "{again:?}"
+    );
+    assert_eq!(
+        client::hand_over(holder, &request("s2")).await,
+        Err(HolderError::Busy)
+    );
+    let state = client::state(holder, Duration::ZERO).await.unwrap();
+    assert!(
+        matches!(&state, HolderState::Ended { session_id, outcome: Outcome::AgentError, .. } if session_id == "s1"),
+        "{state:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_long_poll_answers_when_the_session_ends_and_else_with_the_state_after_the_wait() {
+    let agent = agent().await;
+    let holder = holder(agent.address).await;
+    client::hand_over(holder, &request("s1")).await.unwrap();
+    let after_wait = client::state(holder, Duration::from_secs(1)).await.unwrap();
+    assert!(
+        matches!(after_wait, HolderState::Holding { .. }),
+        "{after_wait:?}"
+    );
+    let polling = tokio::spawn(client::state(holder, Duration::from_secs(30)));
+    agent.answer.send_replace(Some(200));
+    let answered = tokio::time::timeout(BOUND, polling)
+        .await
+        .expect("answered at the end, not after 30 s")
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(
+            answered,
+            HolderState::Ended {
+                outcome: Outcome::Completed,
+                ..
+            }
+        ),
+        "{answered:?}"
+    );
+}
+
+#[test]
+fn the_session_body_is_camel_case_json_and_its_token_never_in_debug() {
+    let request = BotRequest {
+        session_id: "s1".into(),
+        body: json!({"a": 1}),
+        transport: Some(shared::session::Transport::Daily),
+        room: Some(DailyRoom {
+            url: "https://acme.daily.co/r".into(),
+            token: "room-secret".into(),
+        }),
+    };
+    let text = serde_json::to_value(&request).unwrap();
+    assert_eq!(
+        text,
+        json!({"sessionId": "s1", "body": {"a": 1}, "transport": "daily",
+               "room": {"url": "https://acme.daily.co/r", "token": "room-secret"}})
+    );
+    assert_eq!(serde_json::from_value::<BotRequest>(text).unwrap(), request);
+    assert!(!format!("{request:?}").contains("room-secret"));
+}
+
+#[test]
+fn the_states_are_tagged_json() {
+    assert_eq!(
+        serde_json::to_value(HolderState::Idle).unwrap(),
+        json!({"state": "idle"})
+    );
+    let ended = HolderState::Ended {
+        session_id: "s1".into(),
+        since: time::macros::datetime!(2026-11-26 07:00 UTC),
+        ended_at: time::macros::datetime!(2026-11-26 07:01 UTC),
+        outcome: Outcome::AgentError,
+        reason: Some("answered 500".into()),
+    };
+    let value = serde_json::to_value(&ended).unwrap();
+    assert_eq!(value["state"], "ended");
+    assert_eq!(value["sessionId"], "s1");
+    assert_eq!(value["outcome"], "agentError");
+    assert_eq!(value["endedAt"], "2026-11-26T07:01:00Z");
+    assert_eq!(serde_json::from_value::<HolderState>(value).unwrap(), ended);
+}
