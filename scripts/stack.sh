@@ -22,6 +22,7 @@
 #                          Manager) as their containers reach them
 #   STACK_DATA_PLANE_BIN   the development data plane's binary (started by the stack unless
 #                          STACK_DATA_PLANE=off: a suite that starts and stops its own)
+#   STACK_DATA_PLANE_LOG, STACK_DATA_PLANE_PID_FILE: its log, and the file naming its current PID
 #
 # The development data plane keeps its place in the agents table's stream in STACK_CHECKPOINT
 # (default: a file per DynamoDB Local port under .local/), so that a restart resumes there.
@@ -282,7 +283,7 @@ stack_data_plane() {
     --function-names "$names" --ready-after-ms "${DEV_READY_AFTER_MS:-2000}" \
     --checkpoint "$checkpoint") >"$log" 2>&1 &
   stack_pids+=("$!")
-  export STACK_DATA_PLANE_LOG=$log
+  export STACK_DATA_PLANE_LOG=$log STACK_DATA_PLANE_PID_FILE=$pid_file
   STACK_LOGS+=("$log")
 }
 

@@ -2,129 +2,26 @@
 //! data plane runs the example agent's image (examples/agent, built by `scripts/local.sh
 //! example-image`) as real containers. What each test reads of the engine it reads with the
 //! `docker` command, as an operator would: labels, limits, environment, which containers exist.
+//! One test kills the stack's data plane mid-session (dataplane_restart.rs); the helpers are in
+//! dataplane_support.rs.
 
+mod dataplane_restart;
+mod dataplane_support;
 mod walkthrough;
 
-use std::process::Command;
-use std::time::Duration;
-
-use integration_tests::bounded::{self, Bound, Try};
 use integration_tests::stack::Stack;
 use reqwest::Method;
 use serde_json::{Value, json};
-use shared::auth::ApiKey;
 
-/// The example agent's image, as scripts/e2e.sh built it.
-fn example_image() -> String {
-    std::env::var("EXAMPLE_IMAGE").expect("EXAMPLE_IMAGE: scripts/e2e.sh builds the example agent")
-}
-
-/// The stack label the stack's data plane puts on its replicas.
-fn stack_label() -> String {
-    std::env::var("DATA_PLANE_STACK").expect("DATA_PLANE_STACK: scripts/e2e.sh names it")
-}
-
-/// Reads `path` until `done` holds of its answer (60 s at most: an image's first start).
-async fn until(stack: &Stack, key: &ApiKey, path: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let bound = Bound::new(240, Duration::from_secs(60));
-    stack
-        .read_until(key, path, (bound, Duration::from_millis(250)), done)
-        .await
-}
-
-/// Creates the agent `body` describes and waits until its deployment is reported ready.
-async fn ready_agent(stack: &Stack, key: &ApiKey, body: &Value) -> Value {
-    let created = stack
-        .send_as(key, Method::POST, "/agents", Some(body))
-        .await;
-    assert_eq!(created.status, 201, "{:?}", created.body);
-    let name = body["serviceName"].as_str().expect("the agent's name");
-    until(stack, key, &format!("/agents/{name}"), |agent| {
-        agent["activeDeploymentReady"] == true
-    })
-    .await
-}
-
-/// `docker` with `args`: its stdout; panics when it fails.
-fn docker(args: &[&str]) -> String {
-    let output = Command::new("docker")
-        .args(args)
-        .output()
-        .expect("the docker command runs");
-    assert!(
-        output.status.success(),
-        "docker {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// The ids of the running containers of this stack's `agent` in `namespace`.
-fn replicas(namespace: &str, agent: &str) -> Vec<String> {
-    docker(&[
-        "ps",
-        "-q",
-        "--no-trunc",
-        "--filter",
-        &format!("label=agent-hosting.stack={}", stack_label()),
-        "--filter",
-        &format!("label=agent-hosting.namespace={namespace}"),
-        "--filter",
-        &format!("label=agent-hosting.agent={agent}"),
-    ])
-    .split_whitespace()
-    .map(str::to_owned)
-    .collect()
-}
-
-/// `docker inspect` of one container, as JSON.
-fn inspect(id: &str) -> Value {
-    let text = docker(&["inspect", id]);
-    let all: Value = serde_json::from_str(&text).expect("docker inspect prints JSON");
-    all[0].clone()
-}
-
-/// Waits until the agent's running containers satisfy `done`; answers their ids.
-async fn until_replicas(
-    namespace: &str,
-    agent: &str,
-    what: &str,
-    done: impl Fn(&[String]) -> bool,
-) -> Vec<String> {
-    let bound = Bound::new(240, Duration::from_secs(60));
-    bounded::until(what, bound, || async {
-        let ids = replicas(namespace, agent);
-        match done(&ids) {
-            true => Try::Done(ids),
-            false => Try::Again {
-                why: format!("{} running: {ids:?}", ids.len()),
-                wait: Duration::from_millis(250),
-            },
-        }
-    })
-    .await
-}
-
-async fn put_secret(stack: &Stack, key: &ApiKey, set: &str, name: &str, value: &str) {
-    let body = json!({"secretKey": name, "secretValue": value});
-    let put = stack
-        .send_as(key, Method::PUT, &format!("/secrets/{set}"), Some(&body))
-        .await;
-    assert!(matches!(put.status, 200 | 201), "{:?}", put.body);
-}
-
-async fn start(stack: &Stack, key: &ApiKey, agent: &str, body: Value) -> Value {
-    let path = format!("/public/{agent}/start");
-    let started = stack
-        .send_as(key, Method::POST, &path, Some(&json!({"body": body})))
-        .await;
-    assert_eq!(started.status, 200, "{:?}", started.body);
-    started.body
-}
+use dataplane_support::{
+    docker, example_image, inspect, put_secret, ready_agent, session_to_its_end, shared_data_plane,
+    start, until, until_replicas,
+};
 
 #[tokio::test]
 #[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
 async fn a_deployment_runs_as_containers_with_the_profiles_limits_its_secrets_and_labels() {
+    let _plane = shared_data_plane().await;
     let stack = Stack::from_env();
     let (caller, key) = stack.account("replicas").await;
     put_secret(
@@ -187,6 +84,7 @@ async fn a_deployment_runs_as_containers_with_the_profiles_limits_its_secrets_an
 #[tokio::test]
 #[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
 async fn a_session_is_handed_to_a_replica_its_lines_are_read_back_and_its_end_replaces_it() {
+    let _plane = shared_data_plane().await;
     let stack = Stack::from_env();
     let (caller, key) = stack.account("sessions").await;
     let body = json!({"serviceName": "talk", "image": example_image(),
@@ -257,6 +155,7 @@ async fn a_session_is_handed_to_a_replica_its_lines_are_read_back_and_its_end_re
 #[tokio::test]
 #[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
 async fn a_stop_ends_the_session_terminated_and_removes_its_replica() {
+    let _plane = shared_data_plane().await;
     let stack = Stack::from_env();
     let (caller, key) = stack.account("stops").await;
     let body = json!({"serviceName": "stopper", "image": example_image(),
@@ -291,6 +190,7 @@ async fn a_stop_ends_the_session_terminated_and_removes_its_replica() {
 #[tokio::test]
 #[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
 async fn a_crash_loop_and_an_unpullable_image_are_reported_with_their_codes() {
+    let _plane = shared_data_plane().await;
     let stack = Stack::from_env();
     let (_, key) = stack.account("failures").await;
     put_secret(&stack, &key, "crash-env", "EXAMPLE_EXIT_AT_START", "3").await;
@@ -338,6 +238,7 @@ async fn a_crash_loop_and_an_unpullable_image_are_reported_with_their_codes() {
 #[tokio::test]
 #[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
 async fn deleting_an_agent_leaves_no_container_of_it() {
+    let _plane = shared_data_plane().await;
     let stack = Stack::from_env();
     let (caller, key) = stack.account("deletes").await;
     let body = json!({"serviceName": "gone", "image": example_image(),
@@ -378,6 +279,7 @@ async fn deleting_an_agent_leaves_no_container_of_it() {
 #[tokio::test]
 #[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
 async fn the_data_plane_docs_walkthrough_of_a_real_session_answers_as_it_says() {
+    let _plane = shared_data_plane().await;
     let stack = Stack::from_env();
     let (_, key) = stack.account("real-walkthrough").await;
     let heading = "Walkthrough: a session in a real container";
@@ -387,6 +289,7 @@ async fn the_data_plane_docs_walkthrough_of_a_real_session_answers_as_it_says() 
 #[tokio::test]
 #[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
 async fn a_secret_value_reaches_its_replicas_environment_and_no_file_log_line_or_report() {
+    let _plane = shared_data_plane().await;
     let stack = Stack::from_env();
     let (caller, key) = stack.account("planted").await;
     let planted = format!("sk-planted-{}", uuid::Uuid::new_v4().simple());
@@ -442,28 +345,10 @@ async fn a_secret_value_reaches_its_replicas_environment_and_no_file_log_line_or
     );
 }
 
-/// Starts a session of `agent` with `body` and waits for its end: the session, and its lines.
-async fn session_to_its_end(
-    stack: &Stack,
-    key: &ApiKey,
-    agent: &str,
-    body: Value,
-) -> (Value, String) {
-    let started = start(stack, key, agent, body).await;
-    let id = started["sessionId"].as_str().unwrap().to_owned();
-    let path = format!("/agents/{agent}/sessions/{id}");
-    let ended = until(stack, key, &path, |s| s["status"] == "ended").await;
-    let logs = format!("/agents/{agent}/logs?sessionId={id}&order=asc&limit=100");
-    let lines = until(stack, key, &logs, |page| {
-        page.to_string().contains("[agent-hosting]")
-    })
-    .await;
-    (ended, lines.to_string())
-}
-
 #[tokio::test]
 #[ignore = "end to end: scripts/e2e.sh runs it against a stack on the Docker Engine"]
 async fn a_crash_or_an_oom_kill_mid_session_ends_it_agent_error_with_the_reason_in_its_lines() {
+    let _plane = shared_data_plane().await;
     let stack = Stack::from_env();
     let (_, key) = stack.account("deaths").await;
     let body = json!({"serviceName": "fragile", "image": example_image(),
