@@ -168,6 +168,7 @@ on!(fake:
     a_stop_ends_it_terminated_and_removes_the_replica,
     a_stop_naming_another_agent_stops_nothing,
     a_rollout_moves_the_reserve_and_lets_busy_replicas_finish,
+    never_more_than_max_replicas_across_a_rollout,
     an_agent_deleted_leaves_no_replica,
     a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none,
     a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,

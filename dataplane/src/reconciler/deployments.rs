@@ -9,7 +9,7 @@ use shared::agent::DeploymentError;
 use shared::manifest::Manifest;
 
 use super::failures::Health;
-use super::plan::Role;
+use super::plan::{Bounds, Role};
 use super::secrets::Received;
 use crate::events::AgentRef;
 use crate::replica::{Limits, ReplicaLabels, ReplicaSpec};
@@ -169,6 +169,41 @@ impl Deployments {
             self.retired.insert(id.clone());
         }
         ids
+    }
+
+    /// Each agent's deployments with what each is to keep, the active one first and then the
+    /// newest to the oldest: the order in which [`super::plan::decide_agent`] shares the
+    /// agent's `maxReplicas`. The agent's cap is its active deployment's `maxReplicas`.
+    pub fn agents(&self, now: Instant) -> Vec<(u32, Vec<(String, Bounds)>)> {
+        let mut by_agent: HashMap<&AgentRef, Vec<&Deployment>> = HashMap::new();
+        for deployment in self.by_id.values() {
+            by_agent
+                .entry(&deployment.agent)
+                .or_default()
+                .push(deployment);
+        }
+        by_agent
+            .into_values()
+            .map(|mut deployments| {
+                deployments.sort_by_key(|deployment| std::cmp::Reverse(deployment.order));
+                let cap = deployments.first().map_or(0, |active| active.max_replicas);
+                let bounds = deployments
+                    .into_iter()
+                    .map(|deployment| {
+                        let id = deployment.deployment_id.clone();
+                        let bounds = Bounds {
+                            min_replicas: deployment.min_replicas,
+                            max_replicas: deployment.max_replicas,
+                            role: self.role(&id),
+                            may_start: deployment.may_start(now),
+                            proven: deployment.health.has_been_ready(),
+                        };
+                        (id, bounds)
+                    })
+                    .collect();
+                (cap, bounds)
+            })
+            .collect()
     }
 
     /// What the deployment is to its agent now; `Gone` when unknown.

@@ -1,6 +1,6 @@
 //! The reconciler's one pure decision (contract section 12, "Warm reserve and scale", "Rollout
-//! and delete"): given what a deployment should be and what it runs, which replicas to start and
-//! which to stop. No engine, no clock, no async: the reconcile loop gathers the inputs and does
+//! and delete"): given what an agent's deployments should be and what they run, which replicas
+//! to start and which to stop. No engine, no clock, no async: the reconcile loop gathers the inputs and does
 //! what this says.
 
 use crate::replica::ReplicaId;
@@ -48,6 +48,11 @@ impl Running {
             + self.stopping
     }
 
+    /// Replicas holding sessions or stopping: those the plan cannot give back.
+    fn held(&self) -> u32 {
+        count(&self.busy) + self.stopping
+    }
+
     /// Replicas that are, or will be, ready and free.
     fn unheld(&self) -> u32 {
         count(&self.idle) + count(&self.starting) + self.launching
@@ -80,205 +85,102 @@ fn count(replicas: &[ReplicaId]) -> u32 {
     u32::try_from(replicas.len()).unwrap_or(u32::MAX)
 }
 
-/// The replicas to start and stop so that `running` becomes what `bounds` asks.
+fn sum(counts: impl Iterator<Item = u32>) -> u32 {
+    counts.fold(0, u32::saturating_add)
+}
+
+/// The replicas to start and stop so that `running` becomes what `bounds` asks, for a
+/// deployment whose agent runs no other.
 pub fn decide(bounds: Bounds, running: &Running) -> Decision {
-    if bounds.role == Role::Gone {
-        let stop = [&running.idle, &running.starting, &running.busy]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect();
-        return Decision { start: 0, stop };
+    let cap = bounds.max_replicas;
+    decide_agent(cap, &[(bounds, running.clone())])
+        .pop()
+        .unwrap_or_default()
+}
+
+/// The decisions for each of an agent's deployments, given active first and then newest to
+/// oldest: `cap` (the active deployment's `maxReplicas`) bounds their replicas together, since
+/// contract 12 says "never more than `maxReplicas` replicas in all" of the agent.
+///
+/// Replicas holding sessions (and those stopping) take the cap first: they cannot be given
+/// back. What is left goes to the sessions that wait, then to the reserves, in the order given,
+/// so that during a rollout the new deployment's reserve shrinks by the old one's busy
+/// replicas, and an old deployment still serving keeps only what the new one leaves.
+pub fn decide_agent(cap: u32, deployments: &[(Bounds, Running)]) -> Vec<Decision> {
+    let held = sum(deployments
+        .iter()
+        .map(|(bounds, running)| match bounds.role {
+            Role::Gone => running.total(),
+            _ => running.held(),
+        }));
+    let mut free = cap.saturating_sub(held);
+    // How many free replicas each deployment keeps.
+    let mut kept = vec![0u32; deployments.len()];
+    let shares: [fn(&Bounds, &Running) -> u32; 2] =
+        [|_, running| running.waiting, |bounds, _| reserve(bounds)];
+    for share in shares {
+        for ((bounds, running), kept) in deployments.iter().zip(&mut kept) {
+            if bounds.role == Role::Gone {
+                continue;
+            }
+            let more = share(bounds, running).min(free);
+            *kept += more;
+            free -= more;
+        }
     }
-    let reserve = match bounds.role {
+    let total = sum(deployments.iter().map(|(_, running)| running.total()));
+    let mut room = cap.saturating_sub(total);
+    deployments
+        .iter()
+        .zip(kept)
+        .map(|((bounds, running), kept)| {
+            if bounds.role == Role::Gone {
+                return stop_all(running);
+            }
+            let start = if bounds.may_start {
+                kept.saturating_sub(running.unheld()).min(room)
+            } else {
+                0
+            };
+            room -= start;
+            Decision {
+                start,
+                stop: surplus(running, running.unheld().saturating_sub(kept)),
+            }
+        })
+        .collect()
+}
+
+/// Free replicas the deployment keeps beyond those holding sessions, as its role has it.
+fn reserve(bounds: &Bounds) -> u32 {
+    match bounds.role {
         Role::Active | Role::Serving if !bounds.proven => bounds.min_replicas.max(1),
         Role::Active | Role::Serving => bounds.min_replicas,
         Role::Draining | Role::Gone => 0,
-    };
-    // Free replicas wanted: the reserve beyond those holding sessions, and one for each session
-    // that waits (a cold start).
-    let wanted = reserve.saturating_add(running.waiting);
-    let unheld = running.unheld();
-    let room = bounds.max_replicas.saturating_sub(running.total());
-    let start = if bounds.may_start {
-        wanted.saturating_sub(unheld).min(room)
-    } else {
-        0
-    };
-    // Surplus free replicas stop, the newest not yet ready first (a ready one is worth more),
-    // then idle ones; so does whatever exceeds `maxReplicas`.
-    let over_cap = running.total().saturating_sub(bounds.max_replicas);
-    let surplus = unheld.saturating_sub(wanted).max(over_cap);
-    let stop = running
+    }
+}
+
+fn stop_all(running: &Running) -> Decision {
+    let stop = [&running.idle, &running.starting, &running.busy]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    Decision { start: 0, stop }
+}
+
+/// `n` free replicas to stop: the newest not yet ready first (a ready one is worth more), then
+/// idle ones.
+fn surplus(running: &Running, n: u32) -> Vec<ReplicaId> {
+    running
         .starting
         .iter()
         .rev()
         .chain(running.idle.iter())
-        .take(usize::try_from(surplus).unwrap_or(usize::MAX))
+        .take(usize::try_from(n).unwrap_or(usize::MAX))
         .cloned()
-        .collect();
-    Decision { start, stop }
+        .collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ids(prefix: &str, n: usize) -> Vec<ReplicaId> {
-        (0..n).map(|i| ReplicaId(format!("{prefix}{i}"))).collect()
-    }
-
-    fn bounds(min: u32, max: u32, role: Role) -> Bounds {
-        Bounds {
-            min_replicas: min,
-            max_replicas: max,
-            role,
-            may_start: true,
-            proven: true,
-        }
-    }
-
-    #[test]
-    fn a_new_deployment_starts_its_reserve() {
-        let decision = decide(bounds(2, 5, Role::Active), &Running::default());
-        assert_eq!(
-            decision,
-            Decision {
-                start: 2,
-                stop: vec![]
-            }
-        );
-    }
-
-    #[test]
-    fn a_deployment_without_a_reserve_runs_one_replica_until_one_has_been_ready() {
-        let unproven = Bounds {
-            proven: false,
-            ..bounds(0, 3, Role::Active)
-        };
-        assert_eq!(decide(unproven, &Running::default()).start, 1);
-        let ready = Running {
-            idle: ids("i", 1),
-            ..Running::default()
-        };
-        assert_eq!(decide(unproven, &ready), Decision::default());
-        assert_eq!(
-            decide(bounds(0, 3, Role::Active), &ready).stop,
-            ids("i", 1),
-            "once proven, the reserve is none"
-        );
-        let draining = Bounds {
-            proven: false,
-            ..bounds(0, 3, Role::Draining)
-        };
-        assert_eq!(decide(draining, &Running::default()).start, 0);
-    }
-
-    #[test]
-    fn the_reserve_is_kept_beyond_the_replicas_holding_sessions() {
-        let running = Running {
-            idle: ids("i", 1),
-            busy: ids("b", 2),
-            ..Running::default()
-        };
-        assert_eq!(decide(bounds(2, 5, Role::Active), &running).start, 1);
-    }
-
-    #[test]
-    fn starting_and_launching_replicas_count_in_the_reserve() {
-        let running = Running {
-            starting: ids("s", 1),
-            launching: 1,
-            ..Running::default()
-        };
-        assert_eq!(
-            decide(bounds(2, 5, Role::Active), &running),
-            Decision::default()
-        );
-    }
-
-    #[test]
-    fn never_more_than_max_replicas_counting_starting_and_stopping_ones() {
-        let running = Running {
-            busy: ids("b", 2),
-            starting: ids("s", 1),
-            stopping: 1,
-            ..Running::default()
-        };
-        assert_eq!(decide(bounds(3, 4, Role::Active), &running).start, 0);
-        let running = Running {
-            busy: ids("b", 2),
-            ..Running::default()
-        };
-        assert_eq!(decide(bounds(3, 4, Role::Active), &running).start, 2);
-    }
-
-    #[test]
-    fn a_waiting_session_starts_a_replica_with_no_reserve() {
-        let running = Running {
-            waiting: 1,
-            ..Running::default()
-        };
-        assert_eq!(decide(bounds(0, 3, Role::Active), &running).start, 1);
-    }
-
-    #[test]
-    fn nothing_starts_while_the_backoff_runs() {
-        let mut waiting = bounds(1, 3, Role::Active);
-        waiting.may_start = false;
-        assert_eq!(decide(waiting, &Running::default()), Decision::default());
-    }
-
-    #[test]
-    fn a_draining_deployment_stops_its_idle_replicas_and_keeps_its_busy_ones() {
-        let running = Running {
-            idle: ids("i", 2),
-            starting: ids("s", 1),
-            busy: ids("b", 1),
-            ..Running::default()
-        };
-        let decision = decide(bounds(2, 5, Role::Draining), &running);
-        assert_eq!(decision.start, 0);
-        assert_eq!(decision.stop, [ids("s", 1), ids("i", 2)].concat());
-    }
-
-    #[test]
-    fn a_superseded_deployment_serves_until_its_successor_has_been_ready() {
-        let running = Running {
-            idle: ids("i", 1),
-            ..Running::default()
-        };
-        assert_eq!(
-            decide(bounds(2, 5, Role::Serving), &running),
-            Decision {
-                start: 1,
-                stop: vec![]
-            }
-        );
-    }
-
-    #[test]
-    fn a_gone_deployment_stops_every_replica() {
-        let running = Running {
-            idle: ids("i", 1),
-            starting: ids("s", 1),
-            busy: ids("b", 1),
-            ..Running::default()
-        };
-        let decision = decide(bounds(1, 5, Role::Gone), &running);
-        assert_eq!(decision.stop.len(), 3);
-        assert_eq!(decision.start, 0);
-    }
-
-    #[test]
-    fn surplus_idle_replicas_stop() {
-        let running = Running {
-            idle: ids("i", 3),
-            ..Running::default()
-        };
-        assert_eq!(
-            decide(bounds(1, 5, Role::Active), &running).stop,
-            ids("i", 2)
-        );
-    }
-}
+mod tests;

@@ -11,7 +11,7 @@ use shared::secrets::store::{DataKeyOpener, SecretStore};
 
 use super::DataPlane;
 use super::failures::Failure;
-use super::plan::{Bounds, Role, decide};
+use super::plan::{Bounds, Role, decide, decide_agent};
 use super::state::{Phase, Replica};
 use crate::engine::{Engine, RunError};
 use crate::ports::Reports;
@@ -244,27 +244,20 @@ where
         let (mut launches, mut stops) = (Vec::new(), Vec::new());
         {
             let mut state = self.lock();
-            for id in state.deployments.ids() {
-                let role = state.deployments.role(&id);
-                let running = state.running(&id);
-                let Some(deployment) = state.deployments.get_mut(&id) else {
-                    continue;
-                };
-                let bounds = Bounds {
-                    min_replicas: deployment.min_replicas,
-                    max_replicas: deployment.max_replicas,
-                    role,
-                    may_start: deployment.may_start(now),
-                    proven: deployment.health.has_been_ready(),
-                };
-                let decision = decide(bounds, &running);
-                if decision.start > 0
-                    && let Some(spec) = deployment.spec(&self.config.stack)
-                {
-                    deployment.launching += decision.start;
-                    launches.extend((0..decision.start).map(|_| spec.clone()));
+            for (cap, deployments) in state.deployments.agents(now) {
+                let planned: Vec<_> = (deployments.iter())
+                    .map(|(id, bounds)| (*bounds, state.running(id)))
+                    .collect();
+                for ((id, _), decision) in deployments.iter().zip(decide_agent(cap, &planned)) {
+                    if decision.start > 0
+                        && let Some(deployment) = state.deployments.get_mut(id)
+                        && let Some(spec) = deployment.spec(&self.config.stack)
+                    {
+                        deployment.launching += decision.start;
+                        launches.extend((0..decision.start).map(|_| spec.clone()));
+                    }
+                    stops.extend(decision.stop);
                 }
-                stops.extend(decision.stop);
             }
             for id in state.unknown_deployments() {
                 let gone = Bounds {

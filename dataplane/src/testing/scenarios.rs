@@ -25,6 +25,7 @@ pub use reserve::{
 pub use restart::a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones;
 pub use rollout::{
     a_rollout_moves_the_reserve_and_lets_busy_replicas_finish, an_agent_deleted_leaves_no_replica,
+    never_more_than_max_replicas_across_a_rollout,
 };
 pub use sessions::{
     a_cold_start_is_cold_start_true, a_crash_mid_session_ends_it_agent_error,
