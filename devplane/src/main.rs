@@ -112,7 +112,9 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
     let (done, mut delivered) = mpsc::unbounded_channel::<(String, String)>();
     let stopped = plane.stopped();
     tokio::pin!(stopped);
-    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut pace = stream::Pace::default();
+    let next_poll = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(next_poll);
     loop {
         tokio::select! {
             Some((shard, sequence)) = delivered.recv() => checkpoint.delivered(&shard, &sequence),
@@ -120,8 +122,11 @@ async fn run(cli: Cli) -> Result<(), BoxError> {
                 plane.shut_down(signal).await;
                 return checkpoint.save().map_err(Into::into);
             }
-            _ = tick.tick() => {
-                for record in poll(&mut reader).await {
+            () = &mut next_poll => {
+                let records = poll(&mut reader).await;
+                let wait = pace.after_poll(records.len(), std::time::Instant::now());
+                next_poll.as_mut().reset(tokio::time::Instant::now() + wait);
+                for record in records {
                     let messages = plane.take(&publish(&record)).await;
                     checkpoint.read(&record.shard, &record.sequence, messages.len());
                     for scheduled in messages {

@@ -8,10 +8,56 @@
 //! refuses ("Union did not contain a valid variant"), and the records are wanted as JSON anyway.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Between polls while records keep coming: a session's start waits for its event this long at
+/// most (plus the poll itself), a warm start's largest share of its 150 ms.
+pub const POLL_BUSY: Duration = Duration::from_millis(25);
+/// Between polls of a quiet stream: a start after a quiet spell still meets its 150 ms, at ten
+/// small GetRecords a second on loopback.
+pub const POLL_IDLE: Duration = Duration::from_millis(100);
+/// How long after its last record the stream counts as busy.
+const BUSY_FOR: Duration = Duration::from_secs(2);
+/// How often the stream's shards are listed again (DescribeStream); at once after one ends.
+const DISCOVER_EVERY: Duration = Duration::from_secs(1);
+
+/// When the next poll is due: every [`POLL_BUSY`] while records came within [`BUSY_FOR`],
+/// then twice as long each time up to [`POLL_IDLE`].
+#[derive(Debug, Clone)]
+pub struct Pace {
+    last_record: Option<Instant>,
+    wait: Duration,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        Pace {
+            last_record: None,
+            wait: POLL_BUSY,
+        }
+    }
+}
+
+impl Pace {
+    /// The wait before the next poll, after one that answered `records` records at `now`.
+    pub fn after_poll(&mut self, records: usize, now: Instant) -> Duration {
+        if records > 0 {
+            self.last_record = Some(now);
+        }
+        let busy = self
+            .last_record
+            .is_some_and(|last| now.duration_since(last) < BUSY_FOR);
+        self.wait = match busy {
+            true => POLL_BUSY,
+            false => (self.wait * 2).min(POLL_IDLE),
+        };
+        self.wait
+    }
+}
 
 /// A client of DynamoDB Local's stream API at `endpoint` (which ignores region and credentials,
 /// but wants a signature-shaped Authorization header).
@@ -67,6 +113,8 @@ pub struct StreamReader {
     /// Shard id → the sequence number of the last record an earlier run finished: the shard is
     /// read after it.
     resume: BTreeMap<String, String>,
+    /// When the shards were last listed; `None`: at the next poll.
+    discovered_at: Option<Instant>,
 }
 
 /// One record of a shard.
@@ -117,6 +165,7 @@ impl StreamReader {
             shards: HashMap::new(),
             finished: HashSet::new(),
             resume: BTreeMap::new(),
+            discovered_at: None,
         })
     }
 
@@ -184,7 +233,13 @@ impl StreamReader {
     /// The records written since the last call. A shard whose iterator fails is read again
     /// from after its last record at the next call.
     pub async fn poll(&mut self) -> Result<Vec<StreamRecord>, BoxError> {
-        self.discover().await?;
+        let due = self
+            .discovered_at
+            .is_none_or(|at| at.elapsed() >= DISCOVER_EVERY);
+        if due {
+            self.discover().await?;
+            self.discovered_at = Some(Instant::now());
+        }
         let mut records = Vec::new();
         let shards: Vec<String> = self.shards.keys().cloned().collect();
         for shard in shards {
@@ -245,6 +300,8 @@ impl StreamReader {
                 None => {
                     self.shards.remove(&shard);
                     self.finished.insert(shard);
+                    // Its children are read from the next poll on.
+                    self.discovered_at = None;
                 }
             }
         }
@@ -261,6 +318,18 @@ mod tests {
         assert!(sequence_after("100", "99"));
         assert!(!sequence_after("99", "100"));
         assert!(!sequence_after("100", "100"));
+    }
+
+    #[test]
+    fn the_stream_is_polled_often_while_records_come_then_less_when_quiet() {
+        let mut pace = Pace::default();
+        let start = Instant::now();
+        assert_eq!(pace.after_poll(1, start), POLL_BUSY);
+        assert_eq!(pace.after_poll(0, start + BUSY_FOR / 2), POLL_BUSY);
+        let quiet = start + BUSY_FOR;
+        let waits: Vec<Duration> = (0..4).map(|_| pace.after_poll(0, quiet)).collect();
+        assert_eq!(waits, [POLL_BUSY * 2, POLL_IDLE, POLL_IDLE, POLL_IDLE]);
+        assert_eq!(pace.after_poll(3, quiet), POLL_BUSY, "busy again at once");
     }
 
     #[test]
