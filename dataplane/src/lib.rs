@@ -15,6 +15,7 @@
 
 pub mod contract;
 pub mod docker;
+pub mod ecs;
 pub mod engine;
 pub mod events;
 pub mod holder;

@@ -1,0 +1,370 @@
+//! The ECS engine against moto's server (ECS, EC2, Secrets Manager, CloudWatch Logs), started
+//! per test by scripts/local.sh: a deployment's task definition, tasks run, listed and stopped,
+//! their tags, their lines. What moto does not emulate (tasks that really run and exit, their
+//! stop reasons) is tested on AWS-shaped fixtures in src/ecs/tasks/tests.rs.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use aws_sdk_ecs::config::{Credentials, Region, SharedCredentialsProvider};
+use aws_sdk_ecs::types::{CpuArchitecture, TaskDefinitionField, TaskField};
+use data_plane::ecs::definition::{AGENT_CONTAINER, HOLDER_CONTAINER, log_stream};
+use data_plane::ecs::tasks::task_id;
+use data_plane::ecs::{EcsClients, EcsConfig, EcsEngine};
+use data_plane::engine::{Engine, STOP_GRACE};
+use data_plane::replica::{
+    EnvVar, Limits, PullAuth, ReplicaId, ReplicaLabels, ReplicaSpec, ReplicaStatus,
+};
+use futures_util::StreamExt;
+
+const SECRET_VALUE: &str = "sk-ecs-secret-value";
+const PULL_PASSWORD: &str = "ecs-pull-password";
+const BOUND: Duration = Duration::from_secs(30);
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn run(program: &PathBuf, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .current_dir(workspace())
+        .output()
+        .unwrap_or_else(|err| panic!("{program:?} {args:?}: {err}"));
+    assert!(
+        output.status.success(),
+        "{program:?} {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// moto's server of the test's own, with the network and cluster a stack gives the engine.
+struct Moto {
+    endpoint: String,
+    pid: String,
+    subnet: String,
+    security_group: String,
+}
+
+impl Moto {
+    fn start() -> Self {
+        let local_sh = workspace().join("scripts/local.sh");
+        let port = run(&local_sh, &["free-port"]);
+        let pid = run(&local_sh, &["moto-start", &port]);
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let python = workspace().join(".local/moto-venv/bin/python");
+        let fixture = workspace().join("scripts/moto-ecs-fixture.py");
+        let fixture = run(
+            &python,
+            &[&fixture.to_string_lossy(), &endpoint, "agent-hosting"],
+        );
+        let fixture: serde_json::Value = serde_json::from_str(&fixture).unwrap();
+        Moto {
+            endpoint,
+            pid,
+            subnet: fixture["subnet"].as_str().unwrap().to_owned(),
+            security_group: fixture["securityGroup"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    fn clients(&self) -> EcsClients {
+        let config = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "local", "local", None, None, "moto",
+            )))
+            .endpoint_url(&self.endpoint)
+            .http_client(shared::aws::http_client(shared::aws::Trust::System))
+            .build();
+        EcsClients::new(&config)
+    }
+
+    fn config(&self) -> EcsConfig {
+        EcsConfig {
+            cluster: "agent-hosting".into(),
+            subnets: vec![self.subnet.clone()],
+            security_groups: vec![self.security_group.clone()],
+            assign_public_ip: false,
+            execution_role_arn: "arn:aws:iam::123456789012:role/agent-hosting-execution".into(),
+            holder_image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/holder:abc".into(),
+            secrets_prefix: "agent-hosting/test-stack/".into(),
+            secrets_kms_key: None,
+            region: "us-east-1".into(),
+            platform_log_group: "/agent-hosting/platform/holders".into(),
+            poll: Duration::from_millis(50),
+            start_timeout: Duration::from_secs(10),
+        }
+    }
+
+    fn engine(&self) -> EcsEngine {
+        EcsEngine::new(self.clients(), self.config())
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.pid]).status();
+    }
+}
+
+fn spec(stack: &str, namespace: &str, deployment: &str) -> ReplicaSpec {
+    ReplicaSpec {
+        labels: ReplicaLabels {
+            stack: stack.into(),
+            namespace: namespace.into(),
+            agent: "voice".into(),
+            service_id: "svc-1".into(),
+            deployment_id: deployment.into(),
+        },
+        image: "ghcr.io/acme/voice:1.0".into(),
+        pull: Some(PullAuth {
+            registry: "ghcr.io".into(),
+            username: "acme".into(),
+            password: PULL_PASSWORD.into(),
+        }),
+        limits: Limits::of_resources("500m", "1Gi").unwrap(),
+        env: vec![
+            EnvVar {
+                name: "PORT".into(),
+                value: "8080".into(),
+            },
+            EnvVar {
+                name: "OPENAI_API_KEY".into(),
+                value: SECRET_VALUE.into(),
+            },
+        ],
+    }
+}
+
+async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(BOUND, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} within {BOUND:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployments_task_definition_names_its_secrets_by_reference_never_a_value() {
+    let moto = Moto::start();
+    let engine = moto.engine();
+    let replica = bounded("run", engine.run(&spec("stack", "acme", "dep-1")))
+        .await
+        .unwrap();
+
+    let clients = moto.clients();
+    let described = clients
+        .ecs
+        .describe_task_definition()
+        .task_definition("ah-dep-1")
+        .include(TaskDefinitionField::Tags)
+        .send()
+        .await
+        .unwrap();
+    let definition = described.task_definition().unwrap();
+    assert_eq!(
+        definition
+            .runtime_platform()
+            .and_then(|platform| platform.cpu_architecture()),
+        Some(&CpuArchitecture::Arm64)
+    );
+    assert_eq!(
+        (definition.cpu(), definition.memory()),
+        (Some("512"), Some("1024"))
+    );
+    let agent = &definition.container_definitions()[0];
+    assert_eq!(agent.name(), Some(AGENT_CONTAINER));
+    assert_eq!(agent.image(), Some("ghcr.io/acme/voice:1.0"));
+    let options = agent.log_configuration().unwrap().options().unwrap();
+    assert_eq!(options["awslogs-group"], "/agent-hosting/acme/voice");
+    let holder = &definition.container_definitions()[1];
+    assert_eq!(holder.name(), Some(HOLDER_CONTAINER));
+
+    // Each reference reads back, in Secrets Manager, the value it names.
+    let secret = agent.secrets().first().unwrap();
+    assert_eq!(secret.name(), "OPENAI_API_KEY");
+    let (arn, key) = secret
+        .value_from()
+        .strip_suffix("::")
+        .and_then(|reference| reference.rsplit_once(':'))
+        .unwrap();
+    assert_eq!(key, "OPENAI_API_KEY");
+    let stored = clients
+        .secrets
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .unwrap();
+    let stored: serde_json::Value = serde_json::from_str(stored.secret_string().unwrap()).unwrap();
+    assert_eq!(stored[key], SECRET_VALUE);
+    let pull = agent
+        .repository_credentials()
+        .unwrap()
+        .credentials_parameter();
+    let stored = clients
+        .secrets
+        .get_secret_value()
+        .secret_id(pull)
+        .send()
+        .await
+        .unwrap();
+    let stored: serde_json::Value = serde_json::from_str(stored.secret_string().unwrap()).unwrap();
+    assert_eq!(
+        (stored["username"].as_str(), stored["password"].as_str()),
+        (Some("acme"), Some(PULL_PASSWORD))
+    );
+
+    // Anyone with ecs:Describe* reads these: no value anywhere in them.
+    let tasks = clients
+        .ecs
+        .describe_tasks()
+        .cluster("agent-hosting")
+        .tasks(&replica.0)
+        .include(TaskField::Tags)
+        .send()
+        .await
+        .unwrap();
+    let shown = format!("{described:?} {tasks:?}");
+    for value in [SECRET_VALUE, PULL_PASSWORD] {
+        assert!(!shown.contains(value), "a secret value in ECS's answers");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_run_are_listed_with_their_namespace_and_a_stopped_one_is_gone() {
+    let moto = Moto::start();
+    let engine = moto.engine();
+    let first = bounded("run", engine.run(&spec("stack", "acme", "dep-1")))
+        .await
+        .unwrap();
+    let second = bounded("run", engine.run(&spec("stack", "globex", "dep-2")))
+        .await
+        .unwrap();
+    let other = bounded("run", engine.run(&spec("other-stack", "acme", "dep-3")))
+        .await
+        .unwrap();
+
+    let mut listed = bounded("list", engine.list("stack")).await.unwrap();
+    listed.sort_by(|a, b| a.labels.deployment_id.cmp(&b.labels.deployment_id));
+    let ids: Vec<&ReplicaId> = listed.iter().map(|view| &view.id).collect();
+    assert_eq!(ids, [&first, &second], "another stack's task is not listed");
+    let namespaces: Vec<&str> = listed
+        .iter()
+        .map(|view| view.labels.namespace.as_str())
+        .collect();
+    assert_eq!(namespaces, ["acme", "globex"]);
+    for view in &listed {
+        assert_eq!(view.status, ReplicaStatus::Running);
+        let address = view.address.expect("the task's ENI address");
+        assert_eq!(address.port(), 8080);
+        assert_eq!(
+            view.holder.map(|holder| (holder.ip(), holder.port())),
+            Some((address.ip(), 18080))
+        );
+    }
+
+    // The tags themselves carry the namespace (a tenant's tasks are found, and billed, by it).
+    let tasks = moto
+        .clients()
+        .ecs
+        .describe_tasks()
+        .cluster("agent-hosting")
+        .tasks(&second.0)
+        .include(TaskField::Tags)
+        .send()
+        .await
+        .unwrap();
+    let tags: Vec<(&str, &str)> = tasks.tasks()[0]
+        .tags()
+        .iter()
+        .filter_map(|tag| Some((tag.key()?, tag.value()?)))
+        .collect();
+    assert!(
+        tags.contains(&("agent-hosting.namespace", "globex")),
+        "{tags:?}"
+    );
+    assert_eq!(tasks.tasks()[0].started_by(), Some("dep-2"));
+
+    bounded("stop", engine.stop(&first, STOP_GRACE))
+        .await
+        .unwrap();
+    let listed = bounded("list", engine.list("stack")).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|view| &view.id).collect::<Vec<_>>(),
+        [&second]
+    );
+    // A stop again is no error; a stopped task is gone for a new engine too (a restart).
+    bounded("stop again", engine.stop(&first, STOP_GRACE))
+        .await
+        .unwrap();
+    let restarted = moto.engine();
+    let listed = bounded("list", restarted.list("stack")).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|view| &view.id).collect::<Vec<_>>(),
+        [&second]
+    );
+    let _ = other;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replicas_lines_are_read_from_its_log_stream_until_it_is_stopped() {
+    let moto = Moto::start();
+    let engine = moto.engine();
+    let replica = bounded("run", engine.run(&spec("stack", "acme", "dep-1")))
+        .await
+        .unwrap();
+
+    // What awslogs would write for the task's agent container (moto runs no container).
+    let logs = moto.clients().logs;
+    let group = "/agent-hosting/acme/voice";
+    let stream = log_stream("dep-1", task_id(&replica.0));
+    logs.create_log_group()
+        .log_group_name(group)
+        .send()
+        .await
+        .unwrap();
+    logs.create_log_stream()
+        .log_group_name(group)
+        .log_stream_name(&stream)
+        .send()
+        .await
+        .unwrap();
+    let now = time::OffsetDateTime::now_utc();
+    let millis = (now.unix_timestamp_nanos() / 1_000_000) as i64;
+    let mut put = logs
+        .put_log_events()
+        .log_group_name(group)
+        .log_stream_name(&stream);
+    for (offset, text) in ["starting up", "ready on 8080"].iter().enumerate() {
+        put = put.log_events(
+            aws_sdk_cloudwatchlogs::types::InputLogEvent::builder()
+                .timestamp(millis + offset as i64)
+                .message(*text)
+                .build()
+                .unwrap(),
+        );
+    }
+    put.send().await.unwrap();
+
+    let mut lines = engine.logs(&replica, None);
+    let mut texts = Vec::new();
+    for _ in 0..2 {
+        let line = bounded("a line", lines.next()).await.unwrap().unwrap();
+        texts.push(line.text);
+    }
+    assert_eq!(texts, ["starting up", "ready on 8080"]);
+
+    // From a time on: only the lines since.
+    let later = engine.logs(&replica, Some(now + Duration::from_millis(1)));
+    bounded("stop", engine.stop(&replica, STOP_GRACE))
+        .await
+        .unwrap();
+    let later: Vec<_> = bounded("the lines since, to the stop", later.collect::<Vec<_>>()).await;
+    let later: Vec<String> = later.into_iter().map(|line| line.unwrap().text).collect();
+    assert_eq!(later, ["ready on 8080"]);
+    // Once the task is stopped, following ends.
+    let rest: Vec<_> = bounded("the end of the lines", lines.collect::<Vec<_>>()).await;
+    assert!(rest.is_empty(), "{rest:?}");
+}
