@@ -1,8 +1,13 @@
 //! Readiness (contract section 12, "Readiness"): a started replica is ready once its `/readyz`
 //! answers 200; one that does not within the readiness timeout has failed.
+//!
+//! A replica this data plane starts is asked every [`PROBE_EVERY`] by a task of its own, and its
+//! first 200 hands it a waiting session at once: a cold start waits for no tick. The tick asks
+//! every starting replica once more (those adopted after a restart) and fails the late ones.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use shared::agent::DeploymentState;
 use shared::secrets::store::{DataKeyOpener, SecretStore};
@@ -13,6 +18,20 @@ use super::state::Phase;
 use crate::contract;
 use crate::engine::Engine;
 use crate::ports::Reports;
+use crate::replica::ReplicaId;
+
+/// How often a starting replica is asked `/readyz`: the most a cold start waits past the
+/// image's own readiness (a refused connection or a 503 costs the data plane next to nothing).
+pub const PROBE_EVERY: Duration = Duration::from_millis(25);
+
+/// What a starting replica's probe does next.
+enum Next {
+    Ask(SocketAddr),
+    /// Its address is not known yet: the engine is asked for it.
+    Find,
+    /// Ready, gone, stopping or past its timeout (the tick fails it): the probe ends.
+    Done,
+}
 
 impl<E, S, K, R> DataPlane<E, S, K, R>
 where
@@ -50,10 +69,86 @@ where
                 .map(|(id, address)| async move { (id, contract::is_ready(address).await) }),
         )
         .await;
+        let ready = answers
+            .into_iter()
+            .filter(|(_, ready)| *ready)
+            .map(|(id, _)| id);
+        self.became_ready(ready.collect()).await;
+    }
+
+    /// Asks the replica `/readyz` every [`PROBE_EVERY`], in a task, while it is starting and
+    /// within its readiness timeout; its first 200 claims a waiting session at once.
+    pub(super) fn probe_readiness(self: &Arc<Self>, id: ReplicaId) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(PROBE_EVERY);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut looked = false;
+            loop {
+                every.tick().await;
+                let address = match this.next_probe(&id) {
+                    Next::Ask(address) => address,
+                    // Once: the engine answered `run` after starting it, so it has an address
+                    // now; else the tick's listing brings it.
+                    Next::Find if !looked => {
+                        looked = true;
+                        this.find_address(&id).await;
+                        continue;
+                    }
+                    Next::Find => continue,
+                    Next::Done => return,
+                };
+                if contract::is_ready(address).await {
+                    this.became_ready(vec![id.clone()]).await;
+                    this.claim_waiting().await;
+                    return;
+                }
+            }
+        });
+    }
+
+    fn next_probe(&self, id: &ReplicaId) -> Next {
+        if self.is_closed() {
+            return Next::Done;
+        }
+        let state = self.lock();
+        let Some(replica) = state.replicas.get(id) else {
+            return Next::Done;
+        };
+        match (&replica.phase, replica.address) {
+            (Phase::Starting { since }, _) if since.elapsed() > self.config.readiness_timeout => {
+                Next::Done
+            }
+            (Phase::Starting { .. }, Some(address)) => Next::Ask(address),
+            (Phase::Starting { .. }, None) => Next::Find,
+            _ => Next::Done,
+        }
+    }
+
+    /// The replica's address as the engine lists it, kept.
+    async fn find_address(&self, id: &ReplicaId) {
+        let views = match self.engine.list(&self.config.stack).await {
+            Ok(views) => views,
+            Err(error) => {
+                tracing::debug!(replica = %id, %error, "listing for a replica's address failed");
+                return;
+            }
+        };
+        let found = views.into_iter().find(|view| view.id == *id);
+        if let Some(address) = found.and_then(|view| view.address)
+            && let Some(replica) = self.lock().replicas.get_mut(id)
+        {
+            replica.address = replica.address.or(Some(address));
+        }
+    }
+
+    /// Starting replicas that answered 200 become idle; a deployment whose first replica this
+    /// is is reported `ready`.
+    async fn became_ready(&self, ids: Vec<ReplicaId>) {
         let mut news = Vec::new();
         {
             let mut state = self.lock();
-            for (id, _) in answers.into_iter().filter(|(_, ready)| *ready) {
+            for id in ids {
                 let Some(replica) = state.replicas.get_mut(&id) else {
                     continue;
                 };
@@ -76,3 +171,6 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

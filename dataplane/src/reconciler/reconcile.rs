@@ -314,7 +314,7 @@ where
                     this.lock().condemned.insert(id.clone());
                     this.stop_replica(id);
                 }
-                Ok(_) => {}
+                Ok(id) => this.probe_readiness(id),
                 Err(RunError::PullFailed { message }) => {
                     let failure = Failure::PullFailed { message };
                     this.replica_failed(None, &spec.labels, failure);
