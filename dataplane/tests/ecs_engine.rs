@@ -368,3 +368,43 @@ async fn a_replicas_lines_are_read_from_its_log_stream_until_it_is_stopped() {
     let rest: Vec<_> = bounded("the end of the lines", lines.collect::<Vec<_>>()).await;
     assert!(rest.is_empty(), "{rest:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retired_deployments_secrets_are_deleted() {
+    let moto = Moto::start();
+    let engine = moto.engine();
+    let replica = bounded("run", engine.run(&spec("stack", "acme", "dep-1")))
+        .await
+        .unwrap();
+    bounded("stop", engine.stop(&replica, STOP_GRACE))
+        .await
+        .unwrap();
+    let secrets = moto.clients().secrets;
+    let names = [
+        "agent-hosting/test-stack/dep-1/env",
+        "agent-hosting/test-stack/dep-1/pull",
+    ];
+    for name in names {
+        secrets
+            .describe_secret()
+            .secret_id(name)
+            .send()
+            .await
+            .unwrap();
+    }
+
+    bounded("retire", engine.retire("dep-1")).await.unwrap();
+    for name in names {
+        let gone = secrets.describe_secret().secret_id(name).send().await;
+        assert!(
+            gone.is_err_and(|err| err
+                .as_service_error()
+                .is_some_and(|err| err.is_resource_not_found_exception())),
+            "{name} is deleted"
+        );
+    }
+    // Retiring again is no error.
+    bounded("retire again", engine.retire("dep-1"))
+        .await
+        .unwrap();
+}

@@ -12,8 +12,8 @@ mod logs;
 pub mod secrets;
 pub mod tasks;
 
-use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,7 +96,7 @@ pub struct EcsEngine {
     /// Per deployment: written once per process, again when its spec changes.
     registered: Mutex<HashMap<String, Registered>>,
     /// Tasks stopped through this engine (moto keeps a stopped task's tags; AWS drops them).
-    removed: std::sync::Mutex<std::collections::HashSet<ReplicaId>>,
+    removed: std::sync::Mutex<HashSet<ReplicaId>>,
 }
 
 impl EcsEngine {
@@ -260,6 +260,14 @@ impl EcsEngine {
             .unwrap_or(false)
     }
 
+    /// Forgets the removed tasks ECS no longer lists (it keeps a stopped task about an hour),
+    /// so the set stays as small as the cluster's recent tasks.
+    fn prune_removed(&self, listed: &[String]) {
+        if let Ok(mut removed) = self.removed.lock() {
+            removed.retain(|replica| listed.binary_search(&replica.0).is_ok());
+        }
+    }
+
     /// A deployment none of whose replicas runs any more: its secrets deleted (ECS keeps its
     /// task definitions' revisions; deregistering them is left to the stack's cleanup).
     pub async fn retire(&self, deployment_id: &str) -> Result<(), EngineError> {
@@ -326,6 +334,7 @@ impl Engine for EcsEngine {
 
     async fn list(&self, stack: &str) -> Result<Vec<ReplicaView>, EngineError> {
         let arns = tasks::list_arns(&self.clients.ecs, &self.config.cluster).await?;
+        self.prune_removed(&arns);
         let described = tasks::describe(&self.clients.ecs, &self.config.cluster, &arns).await?;
         Ok(described
             .iter()

@@ -50,7 +50,7 @@ impl TaskEnd {
     }
 }
 
-/// The ARNs of the cluster's tasks, running and stopped (ECS keeps a stopped task visible
+/// The ARNs of the cluster's tasks, sorted, running and stopped (ECS keeps a stopped task visible
 /// for about an hour).
 pub async fn list_arns(client: &Client, cluster: &str) -> Result<Vec<String>, EngineError> {
     let mut arns = Vec::new();
