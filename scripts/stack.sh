@@ -268,7 +268,8 @@ stack_data_plane() {
   local names=$1 log="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.log"
   # The data plane is built with the operator command, in one build.
   "$stack_root/scripts/admin.sh" --build-only
-  export STACK_DATA_PLANE_BIN="$stack_root/target/debug/dev-data-plane"
+  # Set beforehand, another build's binary (a test checked against an earlier data plane).
+  export STACK_DATA_PLANE_BIN=${STACK_DATA_PLANE_BIN:-"$stack_root/target/debug/dev-data-plane"}
   [ "${STACK_DATA_PLANE:-on}" = off ] && return
   local checkpoint=${STACK_CHECKPOINT:-}
   if [ -z "$checkpoint" ]; then
