@@ -3,11 +3,12 @@
 //! definition (never a service: a service may scale in a task that holds a session). The
 //! concerns, each its own file: the task definition ([`definition`]), the secret values
 //! written where the definition names them ([`secrets`]), tasks listed and their ends
-//! classified ([`tasks`]), the lines read back from CloudWatch Logs ([`logs`]), the SDKs'
-//! failures ([`error`]).
+//! classified ([`tasks`]), ECS's Task State Change events read the same way ([`events`]), the
+//! lines read back from CloudWatch Logs ([`logs`]), the SDKs' failures ([`error`]).
 
 pub mod definition;
 mod error;
+pub mod events;
 mod logs;
 pub mod secrets;
 pub mod tasks;
