@@ -34,7 +34,8 @@ if [[ " ${*:2} " == *" dataplane "* || " ${*:2} " == *" dataplane-bench "* ]]; t
     # Outside the stack's PID namespace: the engine is the machine's, as a system service is.
     scripts/local.sh docker-engine
     EXAMPLE_IMAGE=$(scripts/local.sh example-image | tail -n 1)
-    export EXAMPLE_IMAGE DATA_PLANE_ENGINE=docker DEPLOYMENT_MODE=docker
+    DATA_PLANE_HOLDER_IMAGE=$(scripts/local.sh holder-image | tail -n 1)
+    export EXAMPLE_IMAGE DATA_PLANE_HOLDER_IMAGE DATA_PLANE_ENGINE=docker DEPLOYMENT_MODE=docker
     export DATA_PLANE_STACK=${DATA_PLANE_STACK:-e2e-$$}
   fi
 else

@@ -24,6 +24,9 @@
 #   scripts/local.sh example-image         the example agent's image (examples/agent/), built here
 #                                          from Debian when absent; prints its name (tagged with
 #                                          agent.py's digest) as the last line
+#   scripts/local.sh holder-image          the holder's image (dataplane/src/bin/holder.rs): the
+#                                          binary and the libraries it links, imported; prints
+#                                          its name (tagged with the binary's digest) last
 #   scripts/local.sh docker-bridge-ip      the host's address on Docker's bridge (what a function
 #                                          container reaches the host's DynamoDB Local on)
 set -euo pipefail
@@ -290,6 +293,35 @@ ensure_example_image() {
   echo "$image"
 }
 
+# The holder's image: `cargo build -p data-plane --bin holder`, then the binary at /holder and
+# the libraries ldd names at their own paths, imported as an image of nothing else (no shell, no
+# package), run as nobody. Its tag is the binary's digest: an unchanged binary is not imported
+# again. Prints the image's name.
+ensure_holder_image() {
+  local lock binary digest image stage
+  mkdir -p "$local_dir"
+  exec {lock}>"$local_dir/holder-image.lock"
+  flock "$lock"
+  (cd "$root" && cargo build --quiet -p data-plane --bin holder >&2)
+  binary="${CARGO_TARGET_DIR:-$root/target}/debug/holder"
+  digest=$(sha256sum "$binary" | cut -c 1-12)
+  image="agent-hosting.local/holder:$digest"
+  if ! docker image inspect "$image" >/dev/null 2>&1; then
+    stage=$(mktemp -d)
+    install -m 0755 "$binary" "$stage/holder"
+    # Each library by its absolute path (the loader's too), copied as a file, not a link.
+    ldd "$binary" | grep -o '/[^ ]*' | while read -r library; do
+      cp -L --parents "$library" "$stage"
+    done
+    tar -C "$stage" -c . | docker import --change 'USER 65534' \
+      --change 'ENTRYPOINT ["/holder"]' - "$image" >/dev/null
+    rm -rf "$stage"
+    log "imported $image"
+  fi
+  exec {lock}>&-
+  echo "$image"
+}
+
 # The host's address on Docker's default bridge: function containers (which sam local starts on
 # that bridge) reach services bound on the host through it.
 docker_bridge_ip() {
@@ -351,6 +383,7 @@ case "${1:-}" in
   docker-engine) ensure_docker_engine ;;
   lambda-image) shift; ensure_docker_engine; ensure_lambda_image "$@" ;;
   example-image) ensure_docker_engine; ensure_example_image ;;
+  holder-image) ensure_docker_engine; ensure_holder_image ;;
   docker-bridge-ip) docker_bridge_ip ;;
   dynamodb-start) shift; dynamodb_start "$@" ;;
   dynamodb-stop) shift; dynamodb_stop "$@" ;;
@@ -358,5 +391,5 @@ case "${1:-}" in
   pipecat-cli) ensure_pipecat_cli ;;
   moto-start) shift; moto_start "$@" ;;
   cursor-secret) shift; cursor_secret "$@" ;;
-  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|docker-engine|lambda-image ARCH|example-image|docker-bridge-ip"; exit 2 ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|docker-engine|lambda-image ARCH|example-image|holder-image|docker-bridge-ip"; exit 2 ;;
 esac

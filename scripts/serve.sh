@@ -15,8 +15,9 @@ source scripts/stack.sh
 # PID namespace as a system service is), the demo agent on the example agent's image; where no
 # engine can start, a simulation stands in and says so (spec.deploymentMode: simulated).
 if [ $$ != 1 ] && [ -z "${DATA_PLANE_ENGINE:-}" ]; then
-  if scripts/local.sh docker-engine && EXAMPLE_IMAGE=$(scripts/local.sh example-image | tail -n 1); then
-    export DATA_PLANE_ENGINE=docker DEPLOYMENT_MODE=docker EXAMPLE_IMAGE
+  if scripts/local.sh docker-engine && EXAMPLE_IMAGE=$(scripts/local.sh example-image | tail -n 1) &&
+    DATA_PLANE_HOLDER_IMAGE=$(scripts/local.sh holder-image | tail -n 1); then
+    export DATA_PLANE_ENGINE=docker DEPLOYMENT_MODE=docker EXAMPLE_IMAGE DATA_PLANE_HOLDER_IMAGE
   else
     echo "warning: no Docker Engine could be started here: the data plane runs as a simulation" >&2
     echo "(spec.deploymentMode: simulated); no agent's container runs." >&2

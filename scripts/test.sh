@@ -7,4 +7,5 @@ cargo fmt --all -- --check
 scripts/timed.sh clippy cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 # The data plane's tests run replicas on the Docker Engine, of the example agent's image.
 scripts/timed.sh "docker engine, example agent image" scripts/local.sh example-image >/dev/null
+scripts/timed.sh "holder image" scripts/local.sh holder-image >/dev/null
 scripts/timed.sh "cargo test" scripts/with-dynamodb.sh cargo test --workspace --quiet

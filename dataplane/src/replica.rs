@@ -65,6 +65,17 @@ pub mod label {
     pub const AGENT: &str = "agent-hosting.agent";
     pub const SERVICE_ID: &str = "agent-hosting.serviceId";
     pub const DEPLOYMENT_ID: &str = "agent-hosting.deploymentId";
+    /// Which of a replica's containers this is, where a replica is two (Docker): one of
+    /// [`part`]'s values.
+    pub const PART: &str = "agent-hosting.part";
+    /// On the agent's container: its holder's container id.
+    pub const HOLDER_ID: &str = "agent-hosting.holderId";
+
+    /// The values of [`PART`].
+    pub mod part {
+        pub const HOLDER: &str = "holder";
+        pub const AGENT: &str = "agent";
+    }
 }
 
 /// A profile's hard limits (contract section 12: agent-1x 0.5 vCPU / 1 GiB, agent-2x 1 vCPU /
@@ -179,6 +190,9 @@ pub struct ReplicaView {
     pub labels: ReplicaLabels,
     /// Where its container contract answers (port 8080), once it has an address.
     pub address: Option<SocketAddr>,
+    /// Where its holder answers (`holder::HOLDER_PORT` in the agent's network namespace), once
+    /// it has an address: sessions are handed to it and their ends asked of it.
+    pub holder: Option<SocketAddr>,
     pub status: ReplicaStatus,
 }
 

@@ -1,17 +1,20 @@
 //! The Docker engine's own promises on a real daemon (contract section 12; the reconciler's
 //! scenarios are tested once, above any engine): labels listed back, limits and isolation as
-//! the daemon inspects them, exit reasons classified, stop and its idempotence, lines with the
-//! engine's timestamps, a network per namespace. Needs a Docker Engine (`scripts/local.sh
-//! docker-engine`) and the example agent's image, which the first test builds if absent.
+//! the daemon inspects them, a replica's two containers (its holder's, the agent's in the
+//! holder's network namespace), exit reasons classified, stop and its idempotence, lines with
+//! the engine's timestamps, a network per namespace. Needs a Docker Engine (`scripts/local.sh
+//! docker-engine`) and the example agent's and holder's images, which the tests build if absent.
 
 #[path = "docker_engine/support.rs"]
 mod support;
 
 use std::time::Duration;
 
+use data_plane::contract::BotRequest;
 use data_plane::docker::{ENABLE_ICC, network_name};
 use data_plane::engine::{Engine, EngineError, LogLine, Output, RunError, STOP_GRACE};
-use data_plane::replica::{ExitReason, PullAuth, ReplicaId, ReplicaStatus};
+use data_plane::holder::{HOLDER_PORT, HolderState, Outcome, client};
+use data_plane::replica::{ExitReason, PullAuth, ReplicaId, ReplicaStatus, label};
 use futures_util::StreamExt;
 use support::{Stack, docker, engine, exec, http, listed_until, ready};
 use time::OffsetDateTime;
@@ -53,7 +56,12 @@ async fn a_replica_runs_with_its_labels_limits_and_environment_and_no_privilege(
     assert!(host.cap_add.unwrap_or_default().is_empty());
     assert!(host.binds.unwrap_or_default().is_empty());
     assert!(host.port_bindings.unwrap_or_default().is_empty());
-    assert_eq!(host.network_mode, Some(network_name(&stack.name, "acme")));
+    let holder = holder_of(&docker, &id).await;
+    assert_eq!(
+        host.network_mode,
+        Some(format!("container:{holder}")),
+        "the agent is in its holder's network namespace"
+    );
     assert!(inspected.mounts.unwrap_or_default().is_empty());
 
     let env = inspected
@@ -145,15 +153,107 @@ async fn a_replica_killed_for_memory_is_listed_oom_killed() {
     );
 }
 
+/// The holder's container of the replica's agent, by its label.
+async fn holder_of(docker: &bollard::Docker, id: &ReplicaId) -> String {
+    let inspected = docker
+        .inspect_container(&id.0, None)
+        .await
+        .expect("inspect");
+    let labels = inspected.config.and_then(|config| config.labels);
+    labels
+        .and_then(|labels| labels.get(label::HOLDER_ID).cloned())
+        .expect("the agent names its holder")
+}
+
+#[tokio::test]
+async fn a_replicas_holder_runs_as_the_platforms_and_hands_a_session_to_its_agent() {
+    let (engine, docker, stack) = (engine().await, docker().await, Stack::new());
+    let spec = stack.spec("acme", &[("OPENAI_API_KEY", "sk-not-for-the-holder")]);
+    let id = engine.run(&spec).await.expect("run");
+    let views = listed_until(&engine, &stack, |views| {
+        views.iter().any(|view| view.holder.is_some())
+    })
+    .await;
+    assert_eq!(views.len(), 1, "two containers, one replica: {views:?}");
+    let (address, holder) = (
+        views[0].address.expect("an address"),
+        views[0].holder.expect("a holder"),
+    );
+    assert_eq!((address.ip(), address.port()), (holder.ip(), 8080));
+    assert_eq!(holder.port(), HOLDER_PORT);
+    ready(address).await;
+
+    let holder_id = holder_of(&docker, &id).await;
+    let inspected = docker
+        .inspect_container(&holder_id, None)
+        .await
+        .expect("inspect the holder");
+    let config = inspected.config.unwrap_or_default();
+    assert_eq!(config.user.as_deref(), Some("65534"));
+    assert_eq!(config.image.as_deref(), Some(support::holder_image()));
+    let env = config.env.unwrap_or_default();
+    assert!(
+        env.iter().all(|var| !var.starts_with("OPENAI_API_KEY")),
+        "no secret reaches the holder"
+    );
+    let labels = config.labels.unwrap_or_default();
+    assert_eq!(labels.get(label::PART).map(String::as_str), Some("holder"));
+    assert_eq!(
+        labels.get(label::DEPLOYMENT_ID),
+        Some(&spec.labels.deployment_id)
+    );
+    let host = inspected.host_config.unwrap_or_default();
+    assert_eq!(host.memory, Some(32 * 1024 * 1024));
+    assert_eq!(host.readonly_rootfs, Some(true));
+    assert_eq!(host.cap_drop, Some(vec!["ALL".to_owned()]));
+    assert_eq!(
+        host.security_opt,
+        Some(vec!["no-new-privileges".to_owned()])
+    );
+    assert_eq!(host.network_mode, Some(network_name(&stack.name, "acme")));
+
+    let request = BotRequest {
+        session_id: "test-session".into(),
+        body: serde_json::json!({"durationSeconds": 0}),
+        transport: None,
+        room: None,
+    };
+    client::hand_over(holder, &request).await.expect("taken");
+    let ended = timeout(Duration::from_secs(30), async {
+        loop {
+            let state = client::state(holder, Duration::from_secs(5))
+                .await
+                .expect("state");
+            if let HolderState::Ended { outcome, .. } = state {
+                return outcome;
+            }
+        }
+    })
+    .await
+    .expect("the session ended");
+    assert_eq!(ended, Outcome::Completed);
+
+    engine.stop(&id, STOP_GRACE).await.expect("stop");
+    assert!(
+        docker.inspect_container(&holder_id, None).await.is_err(),
+        "the holder removed with its replica"
+    );
+}
+
 #[tokio::test]
 async fn a_stopped_replica_is_removed_and_stopping_it_again_is_fine() {
     let (engine, docker, stack) = (engine().await, docker().await, Stack::new());
     let id = engine.run(&stack.spec("acme", &[])).await.expect("run");
+    let holder = holder_of(&docker, &id).await;
     engine.stop(&id, STOP_GRACE).await.expect("stop");
     assert!(engine.list(&stack.name).await.expect("list").is_empty());
     assert!(
         docker.inspect_container(&id.0, None).await.is_err(),
         "removed"
+    );
+    assert!(
+        docker.inspect_container(&holder, None).await.is_err(),
+        "its holder removed"
     );
     engine.stop(&id, STOP_GRACE).await.expect("a second stop");
     let never = ReplicaId("0123456789ab".to_owned());

@@ -180,6 +180,8 @@ on!(fake:
     a_daily_room_without_credentials_is_transport_not_configured,
     a_set_that_does_not_open_is_secret_set_unavailable,
     a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
+    a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
+    a_data_plane_restarted_after_the_session_ended_reports_its_end_once,
 );
 
 /// A replica listed before its `run` answered is neither adopted beside it nor stopped as a

@@ -62,6 +62,10 @@ struct Cli {
     /// each other's.
     #[arg(long, env = "DATA_PLANE_STACK", default_value = "run-local")]
     stack: String,
+    /// The image of every replica's holder on the Docker Engine (`scripts/local.sh
+    /// holder-image` prints it).
+    #[arg(long, env = "DATA_PLANE_HOLDER_IMAGE")]
+    holder_image: Option<String>,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -154,6 +158,7 @@ fn settings(cli: &Cli) -> Settings {
         agents_table: cli.agents_table.clone(),
         kms_endpoint: cli.kms_endpoint.clone(),
         stack: cli.stack.clone(),
+        holder_image: cli.holder_image.clone(),
         ready_after: Duration::from_millis(cli.ready_after_ms),
     }
 }

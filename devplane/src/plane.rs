@@ -38,6 +38,8 @@ pub struct Settings {
     pub kms_endpoint: Option<String>,
     /// The label of this stack's replicas.
     pub stack: String,
+    /// The image of every replica's holder (the Docker Engine needs one).
+    pub holder_image: Option<String>,
     /// How long a simulated deployment takes to be ready.
     pub ready_after: Duration,
 }
@@ -62,14 +64,21 @@ impl<R: Reports> Plane<R> {
     /// The data plane on the Docker Engine, running, when it is asked for and an engine
     /// answers; else the simulation, said.
     pub async fn start(settings: &Settings, reports: Arc<R>) -> Result<Self, BoxError> {
-        if settings.engine == EngineKind::Docker {
-            match DockerEngine::connect().await {
-                Ok(engine) => return Self::on_docker(settings, engine, reports).await,
-                Err(error) => println!(
-                    "dev data plane: no Docker Engine answers ({error}): falling back to the \
-                     simulation (spec.deploymentMode: simulated)"
-                ),
+        match (settings.engine, &settings.holder_image) {
+            (EngineKind::Docker, Some(holder_image)) => {
+                match DockerEngine::connect(holder_image.as_str()).await {
+                    Ok(engine) => return Self::on_docker(settings, engine, reports).await,
+                    Err(error) => println!(
+                        "dev data plane: no Docker Engine answers ({error}): falling back to \
+                         the simulation (spec.deploymentMode: simulated)"
+                    ),
+                }
             }
+            (EngineKind::Docker, None) => println!(
+                "dev data plane: no holder image (DATA_PLANE_HOLDER_IMAGE): falling back to the \
+                 simulation (spec.deploymentMode: simulated)"
+            ),
+            (EngineKind::Simulated, _) => {}
         }
         Ok(Plane::Simulated {
             sets: secrets::set_reader(

@@ -1,7 +1,9 @@
-//! A replica's container as the Docker Engine is asked for it: its name, and the create body
-//! from a [`ReplicaSpec`] (contract section 12: the profile's limits as hard limits, the secret
-//! set's keys as environment, the labels, its namespace's network, no privilege). Pure: no
-//! daemon is asked here.
+//! A replica's two containers as the Docker Engine is asked for them: their names, and the
+//! create bodies from a [`ReplicaSpec`]. The holder's comes first, on the namespace's network
+//! (the platform's: 32 MiB, read-only, no capability, user nobody); the agent's joins its
+//! network namespace (contract section 12: the profile's limits as hard limits, the secret
+//! set's keys as environment, no privilege), so that the holder reaches it on `localhost`.
+//! Both carry the replica's labels. Pure: no daemon is asked here.
 
 use std::collections::HashMap;
 
@@ -9,7 +11,13 @@ use bollard::models::{
     ContainerCreateBody, HostConfig, HostConfigLogConfig, RestartPolicy, RestartPolicyNameEnum,
 };
 
-use crate::replica::ReplicaSpec;
+use crate::replica::{ReplicaSpec, label};
+
+/// The holder's own hard limits: the platform's, beside the profile's.
+pub const HOLDER_MEMORY_MIB: i64 = 32;
+const HOLDER_PIDS: i64 = 64;
+/// nobody: the holder needs no user of its image (it has none).
+pub const HOLDER_USER: &str = "65534";
 
 /// Docker's json-file logs, capped: a replica that writes without end fills at most 30 MB of
 /// the host's disk. The lines are shipped as they are written, so older files are not needed.
@@ -23,20 +31,57 @@ pub fn container_name(spec: &ReplicaSpec, suffix: &str) -> String {
     format!("ah-{}-{deployment}-{suffix}", spec.labels.stack)
 }
 
+/// The holder's container's name: the agent's, `-holder`.
+pub fn holder_name(agent_name: &str) -> String {
+    format!("{agent_name}-holder")
+}
+
 /// A random suffix of 8 hex digits for [`container_name`].
 pub fn random_suffix() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
 }
 
-/// The create body of the replica of `spec`, attached to `network`. The image's own command,
-/// entrypoint, user and working directory are kept: an image built for the anchor runs as it is.
-pub fn container_body(spec: &ReplicaSpec, network: &str) -> ContainerCreateBody {
-    let labels: HashMap<String, String> = spec
+/// The replica's labels, and which part this container is.
+fn labels(spec: &ReplicaSpec, part: &str) -> HashMap<String, String> {
+    let mut labels: HashMap<String, String> = spec
         .labels
         .pairs()
         .iter()
         .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
         .collect();
+    labels.insert(label::PART.to_owned(), part.to_owned());
+    labels
+}
+
+/// The create body of the replica's holder, of `image`, attached to `network`.
+pub fn holder_body(spec: &ReplicaSpec, network: &str, image: &str) -> ContainerCreateBody {
+    let memory = HOLDER_MEMORY_MIB * 1024 * 1024;
+    ContainerCreateBody {
+        image: Some(image.to_owned()),
+        user: Some(HOLDER_USER.to_owned()),
+        labels: Some(labels(spec, label::part::HOLDER)),
+        tty: Some(false),
+        open_stdin: Some(false),
+        attach_stdin: Some(false),
+        host_config: Some(HostConfig {
+            memory: Some(memory),
+            memory_swap: Some(memory),
+            pids_limit: Some(HOLDER_PIDS),
+            readonly_rootfs: Some(true),
+            cap_drop: Some(vec!["ALL".to_owned()]),
+            network_mode: Some(network.to_owned()),
+            ..isolated()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The create body of the replica's agent, of the deployment's image, in the network namespace
+/// of the holder's container `holder_id`. The image's own command, entrypoint, user and working
+/// directory are kept: an image built for the anchor runs as it is.
+pub fn container_body(spec: &ReplicaSpec, holder_id: &str) -> ContainerCreateBody {
+    let mut labels = labels(spec, label::part::AGENT);
+    labels.insert(label::HOLDER_ID.to_owned(), holder_id.to_owned());
     ContainerCreateBody {
         image: Some(spec.image.clone()),
         env: Some(
@@ -49,26 +94,33 @@ pub fn container_body(spec: &ReplicaSpec, network: &str) -> ContainerCreateBody 
         tty: Some(false),
         open_stdin: Some(false),
         attach_stdin: Some(false),
-        host_config: Some(host_config(spec, network)),
+        host_config: Some(host_config(spec, &format!("container:{holder_id}"))),
         ..Default::default()
     }
 }
 
-/// The limits and isolation: memory without swap (an image is OOM-killed at the profile's
-/// memory), CPU, a PID limit, no new privileges, Docker's default capabilities and nothing
-/// added, no binds, volumes or published ports, and no restart by Docker (the reconciler
-/// replaces a replica; one that restarted in place could take a second session).
-fn host_config(spec: &ReplicaSpec, network: &str) -> HostConfig {
+/// The agent's limits: memory without swap (an image is OOM-killed at the profile's memory),
+/// CPU, a PID limit, Docker's default capabilities and nothing added, in `network_mode`.
+fn host_config(spec: &ReplicaSpec, network_mode: &str) -> HostConfig {
     let memory = i64::from(spec.limits.memory_mib) * 1024 * 1024;
     HostConfig {
         memory: Some(memory),
         memory_swap: Some(memory),
         nano_cpus: Some(i64::from(spec.limits.cpu_millis) * 1_000_000),
         pids_limit: Some(i64::from(spec.limits.pids)),
+        network_mode: Some(network_mode.to_owned()),
+        ..isolated()
+    }
+}
+
+/// What both containers run with: no new privileges, no binds, volumes or published ports,
+/// capped logs, and no restart by Docker (the reconciler replaces a replica; one that
+/// restarted in place could take a second session).
+fn isolated() -> HostConfig {
+    HostConfig {
         security_opt: Some(vec!["no-new-privileges".to_owned()]),
         privileged: Some(false),
         publish_all_ports: Some(false),
-        network_mode: Some(network.to_owned()),
         log_config: Some(HostConfigLogConfig {
             typ: Some("json-file".to_owned()),
             config: Some(HashMap::from([
@@ -130,7 +182,7 @@ mod tests {
 
     #[test]
     fn the_profiles_resources_are_hard_limits_without_swap() {
-        let host = container_body(&spec(), "ah-run-9000-acme")
+        let host = container_body(&spec(), "h0ld3r")
             .host_config
             .unwrap_or_default();
         assert_eq!(host.memory, Some(1024 * 1024 * 1024));
@@ -140,8 +192,8 @@ mod tests {
     }
 
     #[test]
-    fn a_replica_runs_without_privileges_on_its_namespaces_network_alone() {
-        let host = container_body(&spec(), "ah-run-9000-acme")
+    fn a_replica_runs_without_privileges_in_its_holders_network_namespace_alone() {
+        let host = container_body(&spec(), "h0ld3r")
             .host_config
             .unwrap_or_default();
         assert_eq!(
@@ -156,7 +208,7 @@ mod tests {
         assert_eq!(host.publish_all_ports, Some(false));
         assert_eq!(host.pid_mode, None);
         assert_eq!(host.ipc_mode, None);
-        assert_eq!(host.network_mode.as_deref(), Some("ah-run-9000-acme"));
+        assert_eq!(host.network_mode.as_deref(), Some("container:h0ld3r"));
         assert_eq!(
             host.restart_policy.and_then(|policy| policy.name),
             Some(RestartPolicyNameEnum::NO)
@@ -200,6 +252,34 @@ mod tests {
             labels.get(label::DEPLOYMENT_ID).map(String::as_str),
             Some("0b5a2c1e-7d44-4b8e-9d0a-1f2e3d4c5b6a")
         );
+        assert_eq!(labels.get(label::PART).map(String::as_str), Some("agent"));
+        assert_eq!(labels.get(label::HOLDER_ID).map(String::as_str), Some("n"));
+    }
+
+    #[test]
+    fn the_holder_is_the_platforms_32_mib_read_only_without_capabilities_as_nobody() {
+        let body = holder_body(&spec(), "ah-run-9000-acme", "agent-hosting.local/holder:1");
+        assert_eq!(body.image.as_deref(), Some("agent-hosting.local/holder:1"));
+        assert_eq!(body.user.as_deref(), Some("65534"));
+        assert_eq!(body.env, None, "no secret reaches the holder");
+        let labels = body.labels.unwrap_or_default();
+        assert_eq!(labels.get(label::PART).map(String::as_str), Some("holder"));
+        assert_eq!(
+            labels.get(label::NAMESPACE).map(String::as_str),
+            Some("acme")
+        );
+        let host = body.host_config.unwrap_or_default();
+        assert_eq!(host.memory, Some(32 * 1024 * 1024));
+        assert_eq!(host.memory_swap, host.memory);
+        assert_eq!(host.readonly_rootfs, Some(true));
+        assert_eq!(host.cap_drop, Some(vec!["ALL".to_owned()]));
+        assert_eq!(host.cap_add, None);
+        assert_eq!(
+            host.security_opt,
+            Some(vec!["no-new-privileges".to_owned()])
+        );
+        assert_eq!(host.network_mode.as_deref(), Some("ah-run-9000-acme"));
+        assert_eq!(host.port_bindings, None);
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! A stack's replicas as the Docker Engine lists them: labels read back, the address on the
-//! namespace's network, and what became of an exited one (an OOM kill, else its exit code).
+//! A stack's replicas as the Docker Engine lists them: each agent's container with its holder's
+//! (labels read back, the holder's address on the namespace's network, which the agent shares),
+//! and what became of an exited one (an OOM kill, else its exit code). A holder whose agent is
+//! gone is listed as a replica of its own, exited, so that it is stopped too.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 
 use bollard::Docker;
@@ -11,9 +13,16 @@ use bollard::query_parameters::ListContainersOptions;
 use super::error;
 use super::network::network_name;
 use crate::engine::EngineError;
+use crate::holder::HOLDER_PORT;
 use crate::replica::{
     AGENT_PORT, ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus, ReplicaView, label,
 };
+
+/// A holder's container as listed: its address on the namespace's network while it runs.
+struct Holder {
+    labels: ReplicaLabels,
+    ip: Option<IpAddr>,
+}
 
 /// The replicas of `stack`, exited ones too. One removed while it is being read is left out.
 pub async fn replicas(docker: &Docker, stack: &str) -> Result<Vec<ReplicaView>, EngineError> {
@@ -29,28 +38,73 @@ pub async fn replicas(docker: &Docker, stack: &str) -> Result<Vec<ReplicaView>, 
         }))
         .await
         .map_err(|err| error::failure(err).into_engine_error())?;
+    let holders: HashMap<String, Holder> = containers
+        .iter()
+        .filter(|container| part(container) == Some(label::part::HOLDER))
+        .filter_map(|container| {
+            let (id, labels) = identity(container)?;
+            let ip = running(container)
+                .then(|| address(container, &labels))
+                .flatten();
+            Some((id.0, Holder { labels, ip }))
+        })
+        .collect();
     let mut views = Vec::with_capacity(containers.len());
-    for container in containers {
-        let Some((id, labels)) = identity(&container) else {
+    let mut held = HashSet::new();
+    for container in &containers {
+        if part(container) == Some(label::part::HOLDER) {
+            continue;
+        }
+        let Some((id, labels)) = identity(container) else {
             continue;
         };
-        let status = match running(&container) {
-            true => ReplicaStatus::Running,
-            false => match exit_reason(docker, &id).await {
+        let holder_id = container
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(label::HOLDER_ID));
+        let holder = holder_id.and_then(|holder_id| holders.get(holder_id));
+        held.extend(holder_id.cloned());
+        let ip = holder.and_then(|holder| holder.ip);
+        let status = match (running(container), ip) {
+            (true, Some(_)) => ReplicaStatus::Running,
+            // Its holder is gone: the agent is cut off, no session can reach or leave it.
+            (true, None) => ReplicaStatus::Exited(ExitReason::Lost),
+            (false, _) => match exit_reason(docker, &id).await {
                 Ok(reason) => ReplicaStatus::Exited(reason),
                 Err(EngineError::NoSuchReplica(_)) => continue,
                 Err(err) => return Err(err),
             },
         };
-        let address = address(&container, &labels);
         views.push(ReplicaView {
             id,
             labels,
-            address,
+            address: ip.map(|ip| SocketAddr::new(ip, AGENT_PORT)),
+            holder: ip.map(|ip| SocketAddr::new(ip, HOLDER_PORT)),
             status,
         });
     }
+    views.extend(
+        holders
+            .into_iter()
+            .filter(|(id, _)| !held.contains(id))
+            .map(|(id, holder)| ReplicaView {
+                id: ReplicaId(id),
+                labels: holder.labels,
+                address: None,
+                holder: holder.ip.map(|ip| SocketAddr::new(ip, HOLDER_PORT)),
+                status: ReplicaStatus::Exited(ExitReason::Lost),
+            }),
+    );
     Ok(views)
+}
+
+/// Which part of a replica the container is (`None`: not one of ours).
+fn part(container: &ContainerSummary) -> Option<&str> {
+    container
+        .labels
+        .as_ref()?
+        .get(label::PART)
+        .map(String::as_str)
 }
 
 /// Its id and labels; `None` for a container without all of them (not a replica of ours).
@@ -69,16 +123,13 @@ fn running(container: &ContainerSummary) -> bool {
     )
 }
 
-/// The address of its container contract on its namespace's network (any network it is on, if
-/// not that one).
-fn address(container: &ContainerSummary, labels: &ReplicaLabels) -> Option<SocketAddr> {
+/// The holder's address on its namespace's network (any network it is on, if not that one).
+fn address(container: &ContainerSummary, labels: &ReplicaLabels) -> Option<IpAddr> {
     let networks = container.network_settings.as_ref()?.networks.as_ref()?;
     let ours = network_name(&labels.stack, &labels.namespace);
     let ip =
         |name: &str| -> Option<IpAddr> { networks.get(name)?.ip_address.as_deref()?.parse().ok() };
-    ip(&ours)
-        .or_else(|| networks.keys().find_map(|name| ip(name)))
-        .map(|ip| SocketAddr::new(ip, AGENT_PORT))
+    ip(&ours).or_else(|| networks.keys().find_map(|name| ip(name)))
 }
 
 /// Why it exited: the list does not say whether the kernel killed it for memory; inspect does.

@@ -7,9 +7,11 @@
 //! - [`reconcile`]: the loop that lists the engine, polls readiness and does what the plan says;
 //! - [`readiness`]: `/readyz` asked of starting replicas, and the readiness timeout;
 //! - [`failures`]: backoff and the codes a deployment fails with;
-//! - [`sessions`]: claims, hand-overs, outcomes and stops;
-//! - [`state`]: what is held in memory (this build keeps no table: the engine's labels and this).
+//! - [`sessions`]: claims, hand-overs (to the replica's holder), outcomes and stops;
+//! - [`adoption`]: replicas listed after a restart, and the sessions their holders hold;
+//! - [`state`]: what is held in memory (no table: the engine's labels, the holders and this).
 
+mod adoption;
 pub mod deployments;
 pub mod failures;
 pub mod plan;
@@ -19,6 +21,7 @@ pub mod secrets;
 mod sessions;
 mod state;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -76,6 +79,8 @@ pub struct DataPlane<E: Engine, S, K, R: Reports> {
     state: Mutex<State>,
     /// Set by [`DataPlane::shutdown`]: nothing more is started.
     closed: AtomicBool,
+    /// Set by [`DataPlane::halt`]: every task it spawned ends at its next await.
+    halted: tokio::sync::watch::Sender<bool>,
 }
 
 impl<E, S, K, R> DataPlane<E, S, K, R>
@@ -95,7 +100,27 @@ where
             reports,
             state: Mutex::default(),
             closed: AtomicBool::new(false),
+            halted: tokio::sync::watch::Sender::new(false),
         })
+    }
+
+    /// Ends every task of this data plane (sessions waited for, stops, runs) without stopping
+    /// a replica or reporting anything: what a killed process leaves behind. Tests restart a
+    /// data plane over its replicas with it.
+    pub fn halt(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.halted.send_replace(true);
+    }
+
+    /// Runs `task` in a task of its own, ended by [`DataPlane::halt`].
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let mut halted = self.halted.subscribe();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = halted.wait_for(|halted| *halted) => {}
+                () = task => {}
+            }
+        });
     }
 
     /// Takes one of the control plane's events; returns promptly (sessions run in tasks).
@@ -235,7 +260,7 @@ where
     /// Stops and removes the replica in a task of its own; it leaves the map once gone.
     fn stop_replica(self: &Arc<Self>, id: ReplicaId) {
         let this = self.clone();
-        tokio::spawn(async move {
+        self.spawn(async move {
             if let Err(error) = this.engine.stop(&id, this.config.stop_grace).await {
                 // Still condemned: the next listing that shows it stops it again.
                 tracing::warn!(replica = %id, %error, "stopping a replica failed");

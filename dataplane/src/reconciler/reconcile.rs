@@ -10,6 +10,7 @@ use shared::agent::DeploymentState;
 use shared::secrets::store::{DataKeyOpener, SecretStore};
 
 use super::DataPlane;
+use super::adoption::Adoption;
 use super::failures::Failure;
 use super::plan::{Bounds, Role, decide, decide_agent};
 use super::state::{Phase, Replica};
@@ -49,20 +50,27 @@ where
                 return;
             }
         };
-        for exit in self.fold_listing(views, listed_at) {
+        let (exits, adoptions) = self.fold_listing(views, listed_at);
+        for exit in exits {
             self.exited(exit).await;
         }
+        // Before the plans: a replica adopted idle counts in the reserve, not beside it.
+        self.adopt(adoptions).await;
         self.poll_readiness().await;
         self.claim_waiting().await;
         self.apply_plans();
     }
 
-    /// Folds a listing into the state; the exits it shows. Replicas of a known deployment the
-    /// data plane did not start (it restarted) are adopted; others, and exited ones nobody
-    /// holds, are stopped.
-    fn fold_listing(self: &Arc<Self>, views: Vec<ReplicaView>, listed_at: Instant) -> Vec<Exit> {
+    /// Folds a listing into the state; the exits it shows, and the replicas of a known
+    /// deployment the data plane did not start (it restarted), to adopt once their holder says
+    /// what they hold. Others are stopped.
+    fn fold_listing(
+        self: &Arc<Self>,
+        views: Vec<ReplicaView>,
+        listed_at: Instant,
+    ) -> (Vec<Exit>, Vec<Adoption>) {
         let now = Instant::now();
-        let (mut exits, mut strays) = (Vec::new(), Vec::new());
+        let (mut exits, mut strays, mut adoptions) = (Vec::new(), Vec::new(), Vec::new());
         let mut guard = self.lock();
         let state = &mut *guard;
         let listed: HashSet<ReplicaId> = views.iter().map(|view| view.id.clone()).collect();
@@ -83,26 +91,31 @@ where
                 if launching {
                     continue;
                 }
-                if known && view.status == ReplicaStatus::Running {
-                    tracing::info!(replica = %view.id, deployment_id = %view.labels.deployment_id, "adopting a replica");
-                    self.shipper.follow(&view.id, &view.labels);
-                    state.replicas.insert(
-                        view.id,
-                        Replica {
-                            labels: view.labels,
-                            address: view.address,
-                            phase: Phase::Starting { since: now },
-                            known_since: now,
-                        },
-                    );
-                } else {
-                    strays.push((view.id, view.labels));
+                let running = view.status == ReplicaStatus::Running;
+                match (known, view.holder) {
+                    // Exited ones too: its holder may still say how its session ended.
+                    (true, Some(holder)) => {
+                        tracing::info!(replica = %view.id, deployment_id = %view.labels.deployment_id, "adopting a replica: asking its holder what it holds");
+                        adoptions.push(Adoption {
+                            id: view.id.clone(),
+                            holder,
+                            exited: !running,
+                        });
+                        state
+                            .replicas
+                            .insert(view.id.clone(), Replica::adopting(view, now));
+                    }
+                    // Its holder has no address yet: asked at a later listing.
+                    (true, None) if running => {}
+                    _ => strays.push((view.id, view.labels)),
                 }
                 continue;
             };
             replica.address = view.address.or(replica.address);
+            replica.holder = view.holder.or(replica.holder);
+            // A replica being adopted: its holder's answer decides what its exit means.
             if let ReplicaStatus::Exited(reason) = view.status
-                && replica.phase != Phase::Stopping
+                && !matches!(replica.phase, Phase::Stopping | Phase::Adopting)
             {
                 exits.push(Exit {
                     id: view.id.clone(),
@@ -115,7 +128,7 @@ where
         for (id, replica) in &state.replicas {
             let lost = !listed.contains(id)
                 && replica.known_since < listed_at
-                && replica.phase != Phase::Stopping;
+                && !matches!(replica.phase, Phase::Stopping | Phase::Adopting);
             if lost {
                 exits.push(Exit {
                     id: id.clone(),
@@ -134,6 +147,7 @@ where
             let stopping = Replica {
                 labels: labels.clone(),
                 address: None,
+                holder: None,
                 phase: Phase::Stopping,
                 known_since: now,
             };
@@ -148,7 +162,7 @@ where
             tracing::info!(replica = %stray, deployment_id = %labels.deployment_id, "stopping a replica no deployment wants");
             self.stop_replica(stray);
         }
-        exits
+        (exits, adoptions)
     }
 
     /// What a replica's exit means: a failure before ready, an idle one to replace, or a
@@ -178,7 +192,7 @@ where
                 self.session_exited(&session_id, &exit.labels, &exit.reason)
                     .await;
             }
-            Phase::Idle | Phase::Stopping => {}
+            Phase::Idle | Phase::Stopping | Phase::Adopting => {}
         }
         self.stop_replica(exit.id);
     }
@@ -218,7 +232,7 @@ where
         tracing::warn!(replica = ?id, deployment_id = %labels.deployment_id, code = failure.code(), "a replica failed before it was ready");
         let this = self.clone();
         let deployment_id = labels.deployment_id.clone();
-        tokio::spawn(async move {
+        self.spawn(async move {
             if let Some((agent, Some(failures))) = counted {
                 if let (Failure::Crashed { last_lines, .. }, Some(id)) = (&mut failure, &id) {
                     *last_lines = this.shipper.last_lines(id, CRASH_LINES).await;
@@ -283,7 +297,7 @@ where
     /// Runs one replica in a task of its own.
     fn launch(self: &Arc<Self>, spec: ReplicaSpec) {
         let this = self.clone();
-        tokio::spawn(async move {
+        self.spawn(async move {
             let deployment_id = spec.labels.deployment_id.clone();
             tracing::info!(%deployment_id, image = %spec.image, "starting a replica");
             let result = this.engine.run(&spec).await;
@@ -302,6 +316,7 @@ where
                     state.replicas.entry(id.clone()).or_insert(Replica {
                         labels: spec.labels.clone(),
                         address: None,
+                        holder: None,
                         phase: Phase::Starting { since: now },
                         known_since: now,
                     });

@@ -1,12 +1,13 @@
 //! Sessions (contract section 12, "Sessions" and "Transports"): a `Session Requested` claims an
 //! idle ready replica of its deployment (a warm start) or waits for one (a cold start); the
-//! replica is handed `POST /bot`, the session reported `started` once it accepted, and ended by
-//! the answer, the replica's exit or a stop asked for. A replica takes one session in its life:
-//! whatever ends the session stops the replica, and the plan starts another.
+//! replica's holder is handed the session and holds its `POST /bot`, the session is reported
+//! `started` once the agent accepted, and ended by the answer (the holder's long poll says it),
+//! the replica's exit or a stop asked for. A replica takes one session in its life: whatever
+//! ends the session stops the replica, and the plan starts another.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shared::secrets::store::{DataKeyOpener, SecretStore};
@@ -15,9 +16,10 @@ use time::OffsetDateTime;
 
 use super::DataPlane;
 use super::state::{Session, SessionPhase};
-use crate::contract::{self, BotOutcome, BotRequest};
+use crate::contract::{BotOutcome, BotRequest};
 use crate::engine::Engine;
 use crate::events::AgentRef;
+use crate::holder::{self, HolderState, MAX_WAIT, Outcome};
 use crate::ports::{Reports, SessionStatus};
 use crate::replica::{ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus};
 
@@ -29,7 +31,7 @@ const EXIT_LOOKS: u32 = 3;
 
 /// What a session's report says beside its state.
 #[derive(Debug, Default)]
-struct Detail {
+pub(super) struct Detail {
     completion: Option<&'static str>,
     bot_start_seconds: Option<f64>,
     cold_start: Option<bool>,
@@ -222,10 +224,11 @@ where
         cold: bool,
     ) {
         let this = self.clone();
-        tokio::spawn(async move { this.hold(session_id, replica, address, cold).await });
+        self.spawn(async move { this.hold(session_id, replica, address, cold).await });
     }
 
-    /// Hands the session to the replica, reports it started, and waits for its end.
+    /// Hands the session to the replica's holder at `address`, reports it started, and waits
+    /// for its end.
     async fn hold(
         self: Arc<Self>,
         session_id: String,
@@ -247,19 +250,16 @@ where
             return;
         };
         let at = OffsetDateTime::now_utc();
-        let held = match contract::hand_over(address, &request).await {
-            Ok(held) => held,
-            Err(error) => {
-                tracing::warn!(%session_id, %replica, %error, "the replica did not take the session");
-                if self.end(&session_id).is_some() {
-                    let detail = Detail::ended(completion::AGENT_ERROR);
-                    self.report_session(&agent, &session_id, "failed", detail)
-                        .await;
-                }
-                self.stop_replica(replica);
-                return;
+        if let Err(error) = holder::client::hand_over(address, &request).await {
+            tracing::warn!(%session_id, %replica, %error, "the replica did not take the session");
+            if self.end(&session_id).is_some() {
+                let detail = Detail::ended(completion::AGENT_ERROR);
+                self.report_session(&agent, &session_id, "failed", detail)
+                    .await;
             }
-        };
+            self.stop_replica(replica);
+            return;
+        }
         let stopped = self
             .lock()
             .sessions
@@ -277,12 +277,53 @@ where
         tracing::info!(%session_id, %replica, cold, "session started");
         self.report_session(&agent, &session_id, "started", detail)
             .await;
-        let outcome = held.outcome().await;
-        self.answered(&agent, &session_id, replica, outcome).await;
+        if let Some(outcome) = self.end_of(&session_id, address).await {
+            self.answered(&agent, &session_id, replica, outcome).await;
+        }
+    }
+
+    /// Waits for the holder at `holder` to say how the session ended (its long poll, asked
+    /// again until then); `None` once the session ended otherwise (a stop, the replica's exit).
+    pub(super) async fn end_of(&self, session_id: &str, holder: SocketAddr) -> Option<BotOutcome> {
+        loop {
+            let held = self
+                .lock()
+                .sessions
+                .get(session_id)
+                .is_some_and(|session| matches!(session.phase, SessionPhase::Held { .. }));
+            if !held {
+                return None;
+            }
+            match holder::client::state(holder, MAX_WAIT).await {
+                Ok(HolderState::Ended {
+                    session_id: ended,
+                    outcome,
+                    reason,
+                    ..
+                }) => {
+                    if ended != session_id {
+                        let reason = format!("the replica held session {ended} instead");
+                        return Some(BotOutcome::AgentError { reason });
+                    }
+                    return Some(match outcome {
+                        Outcome::Completed => BotOutcome::Completed,
+                        Outcome::AgentError => BotOutcome::AgentError {
+                            reason: reason.unwrap_or_default(),
+                        },
+                    });
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    // Its exit, if that is why, is seen by the loop; else asked again.
+                    tracing::debug!(%session_id, %holder, %error, "asking the holder failed");
+                    tokio::time::sleep(self.config.tick.max(Duration::from_millis(100))).await;
+                }
+            }
+        }
     }
 
     /// `POST /bot` was answered, or its connection closed.
-    async fn answered(
+    pub(super) async fn answered(
         self: &Arc<Self>,
         agent: &AgentRef,
         session_id: &str,
@@ -333,7 +374,7 @@ where
         None
     }
 
-    async fn report_session(
+    pub(super) async fn report_session(
         &self,
         agent: &AgentRef,
         session_id: &str,

@@ -11,7 +11,7 @@ use super::deployments::Deployments;
 use super::plan::Running;
 use crate::contract::BotRequest;
 use crate::events::AgentRef;
-use crate::replica::{ReplicaId, ReplicaLabels};
+use crate::replica::{ReplicaId, ReplicaLabels, ReplicaView};
 
 /// Where a replica is in its one life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,15 +24,33 @@ pub enum Phase {
     Held { session_id: String },
     /// Asked to stop; gone from the map once the engine removed it.
     Stopping,
+    /// Listed without being started by this data plane (it restarted): its holder is asked
+    /// whether it holds a session. Neither claimed nor stopped until it answers.
+    Adopting,
 }
 
 #[derive(Debug)]
 pub struct Replica {
     pub labels: ReplicaLabels,
     pub address: Option<SocketAddr>,
+    /// Where its holder answers: sessions are handed to it.
+    pub holder: Option<SocketAddr>,
     pub phase: Phase,
     /// When the data plane first knew it: a listing asked for earlier may not show it yet.
     pub known_since: Instant,
+}
+
+impl Replica {
+    /// A replica listed after a restart, its holder not asked yet.
+    pub fn adopting(view: ReplicaView, now: Instant) -> Self {
+        Replica {
+            labels: view.labels,
+            address: view.address,
+            holder: view.holder,
+            phase: Phase::Adopting,
+            known_since: now,
+        }
+    }
 }
 
 /// Where a session is.
@@ -74,6 +92,20 @@ impl Session {
             phase: SessionPhase::Ended,
         }
     }
+
+    /// The session a replica's holder holds, learnt after a restart: its agent and deployment
+    /// are the replica's labels; its request is not known again (nothing is handed over).
+    pub fn adopted(labels: &ReplicaLabels, session_id: &str, replica: ReplicaId) -> Self {
+        let agent = AgentRef {
+            namespace: labels.namespace.clone(),
+            name: labels.agent.clone(),
+        };
+        let mut session = Session::ended(agent);
+        session.deployment_id.clone_from(&labels.deployment_id);
+        session.request.session_id = session_id.to_owned();
+        session.phase = SessionPhase::Held { replica };
+        session
+    }
 }
 
 #[derive(Debug, Default)]
@@ -98,7 +130,8 @@ impl State {
             match replica.phase {
                 Phase::Starting { .. } => running.starting.push(id.clone()),
                 Phase::Idle => running.idle.push(id.clone()),
-                Phase::Held { .. } => running.busy.push(id.clone()),
+                // A replica being adopted may hold a session: never stopped by the plan meanwhile.
+                Phase::Held { .. } | Phase::Adopting => running.busy.push(id.clone()),
                 Phase::Stopping => running.stopping += 1,
             }
         }
@@ -131,7 +164,7 @@ impl State {
     }
 
     /// Claims an idle ready replica of the session's deployment for it: the replica and where
-    /// its contract answers.
+    /// its holder answers.
     pub fn claim(&mut self, session_id: &str) -> Option<(ReplicaId, SocketAddr)> {
         let session = self.sessions.get_mut(session_id)?;
         if session.phase != SessionPhase::Waiting {
@@ -139,10 +172,10 @@ impl State {
         }
         let (id, replica) = self.replicas.iter_mut().find(|(_, replica)| {
             replica.phase == Phase::Idle
-                && replica.address.is_some()
+                && replica.holder.is_some()
                 && replica.labels.deployment_id == session.deployment_id
         })?;
-        let address = replica.address?;
+        let address = replica.holder?;
         replica.phase = Phase::Held {
             session_id: session_id.to_owned(),
         };
@@ -210,7 +243,7 @@ impl State {
                     ready += 1;
                     busy += 1;
                 }
-                Phase::Starting { .. } | Phase::Stopping => {}
+                Phase::Starting { .. } | Phase::Stopping | Phase::Adopting => {}
             }
         }
         (ready, busy)
@@ -248,6 +281,7 @@ mod tests {
         let replica = Replica {
             labels,
             address: Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
+            holder: Some(SocketAddr::from(([127, 0, 0, 1], 18080))),
             phase: Phase::Idle,
             known_since: Instant::now(),
         };

@@ -22,7 +22,11 @@ pub use reserve::{
     a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none,
     never_more_than_max_replicas, the_reserve_is_kept_and_refilled_after_a_session,
 };
-pub use restart::a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones;
+pub use restart::{
+    a_data_plane_restarted_after_the_session_ended_reports_its_end_once,
+    a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
+    a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
+};
 pub use rollout::{
     a_rollout_moves_the_reserve_and_lets_busy_replicas_finish, an_agent_deleted_leaves_no_replica,
     never_more_than_max_replicas_across_a_rollout,
@@ -114,7 +118,11 @@ pub fn new_id() -> String {
 
 /// The replicas among `ids` that were handed `session`, once one was: an engine may record a
 /// request a moment after the data plane wrote it. Empty after [`WAIT`].
-pub async fn holders<H: Harness>(harness: &H, ids: &[ReplicaId], session: &str) -> Vec<ReplicaId> {
+pub async fn replicas_holding<H: Harness>(
+    harness: &H,
+    ids: &[ReplicaId],
+    session: &str,
+) -> Vec<ReplicaId> {
     let look = async {
         loop {
             let mut found = Vec::new();
@@ -223,10 +231,12 @@ impl<H: Harness> Running<H> {
         deployment_id
     }
 
-    /// The data plane dies (its loop stops, its replicas stay) and another takes its stack
-    /// over, taking again the deployment events `keep` accepts before its loop starts.
+    /// The data plane dies (its loop and every task of it stop, its replicas stay) and another
+    /// takes its stack over, taking again the deployment events `keep` accepts before its loop
+    /// starts.
     pub async fn restart(self, harness: &H, keep: impl Fn(&AgentRef) -> bool) -> Self {
         self.loop_task.abort();
+        self.plane.halt();
         let events = std::mem::take(&mut *self.deployed.lock().expect("not poisoned"));
         let reports = Arc::new(RecordingReports::default());
         let mut config = harness.config(&self.stack);

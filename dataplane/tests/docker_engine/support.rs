@@ -24,23 +24,33 @@ use tokio::time::{sleep, timeout};
 /// debootstrap of Debian with python3 the first time on a host, a minute or two).
 pub fn example_image() -> &'static str {
     static IMAGE: OnceLock<String> = OnceLock::new();
-    IMAGE.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let out = Command::new(root.join("scripts/local.sh"))
-            .arg("example-image")
-            .current_dir(&root)
-            .output()
-            .expect("scripts/local.sh example-image runs");
-        assert!(
-            out.status.success(),
-            "scripts/local.sh example-image failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let image = stdout.lines().last().unwrap_or_default().trim().to_owned();
-        assert!(!image.is_empty(), "no image name printed");
-        image
-    })
+    IMAGE.get_or_init(|| local_image("example-image"))
+}
+
+/// The holder's image, built once per test binary by the repository's script (the holder
+/// binary and its libraries, seconds once built).
+pub fn holder_image() -> &'static str {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    IMAGE.get_or_init(|| local_image("holder-image"))
+}
+
+/// The image `scripts/local.sh <command>` builds, by the name it prints last.
+fn local_image(command: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(root.join("scripts/local.sh"))
+        .arg(command)
+        .current_dir(&root)
+        .output()
+        .expect("scripts/local.sh runs");
+    assert!(
+        out.status.success(),
+        "scripts/local.sh {command} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let image = stdout.lines().last().unwrap_or_default().trim().to_owned();
+    assert!(!image.is_empty(), "no image name printed");
+    image
 }
 
 /// A stack of this test's own; everything labelled with it, and its networks, are removed
@@ -127,7 +137,7 @@ fn var(name: &str, value: &str) -> EnvVar {
 }
 
 pub async fn engine() -> DockerEngine {
-    DockerEngine::connect()
+    DockerEngine::connect(holder_image())
         .await
         .expect("the Docker Engine answers")
 }

@@ -1,7 +1,9 @@
 //! A scriptable engine for the reconciler's scenarios: every replica of [`EXAMPLE_IMAGE`] is an
 //! in-process agent (an HTTP server on 127.0.0.1) that keeps the container contract and the test
 //! knobs the example agent (examples/agent/agent.py) shares with it, so one scenario runs on
-//! both engines. Any other image fails to pull, as a registry refuses an unknown repository.
+//! both engines, beside the real holder's server (src/holder/) handing sessions to it, as in a
+//! replica's two containers. Any other image fails to pull, as a registry refuses an unknown
+//! repository.
 
 mod agent;
 mod book;
@@ -18,6 +20,7 @@ use tokio::net::TcpListener;
 use tokio::task::AbortHandle;
 
 use crate::engine::{Engine, EngineError, LogLine, RunError};
+use crate::holder::server::{self as holder, Holder};
 use crate::replica::{ExitReason, ReplicaId, ReplicaSpec, ReplicaStatus, ReplicaView};
 
 use agent::Agent;
@@ -47,9 +50,13 @@ struct State {
 struct Replica {
     spec: ReplicaSpec,
     address: Option<SocketAddr>,
+    holder: Option<SocketAddr>,
     status: ReplicaStatus,
     /// The agent's server task: aborting it drops its listener and every connection it holds.
     server: Option<AbortHandle>,
+    /// The holder's server task: it outlives the agent's exit, as the holder's container does,
+    /// and ends with the replica's stop.
+    holder_server: Option<AbortHandle>,
     book: Arc<LogBook>,
     bot_requests: Vec<(HeaderMap, serde_json::Value)>,
 }
@@ -88,7 +95,10 @@ impl Drop for Shared {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
         for replica in state.replicas.values_mut() {
-            if let Some(server) = replica.server.take() {
+            for server in [replica.server.take(), replica.holder_server.take()]
+                .into_iter()
+                .flatten()
+            {
                 server.abort();
             }
             replica.book.close();
@@ -142,8 +152,10 @@ impl FakeEngine {
             Replica {
                 spec: spec.clone(),
                 address,
+                holder: None,
                 status: ReplicaStatus::Running,
                 server: None,
+                holder_server: None,
                 book: Arc::new(LogBook::default()),
                 bot_requests: Vec::new(),
             },
@@ -196,11 +208,19 @@ impl Engine for FakeEngine {
             environment: book::environment(&spec.env),
         };
         let server = tokio::spawn(agent::serve(listener, Arc::new(agent)));
+        let (holder, holder_server) = serve_holder(address).await?;
         match self.shared.state().replicas.get_mut(&id) {
-            Some(replica) => replica.server = Some(server.abort_handle()),
-            None => server.abort(),
+            Some(replica) => {
+                replica.server = Some(server.abort_handle());
+                replica.holder = Some(holder);
+                replica.holder_server = Some(holder_server);
+            }
+            None => {
+                server.abort();
+                holder_server.abort();
+            }
         }
-        tracing::info!(replica = %id, %address, "fake replica started");
+        tracing::info!(replica = %id, %address, %holder, "fake replica started");
         Ok(id)
     }
 
@@ -211,6 +231,9 @@ impl Engine for FakeEngine {
                 server.abort();
                 // The example agent's SIGTERM handler.
                 replica.book.write("stop", Level::Info, None, "stopping");
+            }
+            if let Some(holder) = replica.holder_server {
+                holder.abort();
             }
             replica.book.close();
             tracing::info!(replica = %id, "fake replica stopped");
@@ -228,6 +251,7 @@ impl Engine for FakeEngine {
                 id: id.clone(),
                 labels: replica.spec.labels.clone(),
                 address: replica.address,
+                holder: replica.holder,
                 status: replica.status.clone(),
             })
             .collect())
@@ -245,6 +269,18 @@ impl Engine for FakeEngine {
             )))),
         }
     }
+}
+
+/// The real holder's server for the agent at `agent`, on a port of its own: its address and task.
+async fn serve_holder(agent: SocketAddr) -> Result<(SocketAddr, AbortHandle), EngineError> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .await
+        .map_err(|error| EngineError::Unavailable(error.to_string()))?;
+    let address = listener
+        .local_addr()
+        .map_err(|error| EngineError::Unavailable(error.to_string()))?;
+    let server = tokio::spawn(holder::serve(listener, Holder::new(agent)));
+    Ok((address, server.abort_handle()))
 }
 
 /// What Docker says when a registry has no such repository (or refuses it without login).

@@ -359,3 +359,43 @@ async fn dropping_the_engine_stops_its_replicas() {
     assert_eq!(timeout(BOUND, held.outcome()).await.unwrap(), closed());
     assert!(timeout(BOUND, following.collect::<Vec<_>>()).await.is_ok());
 }
+
+/// The holder's state once it says `ended`, by its long poll.
+async fn holder_ended(holder: SocketAddr) -> crate::holder::HolderState {
+    timeout(BOUND, async {
+        loop {
+            let state = crate::holder::client::state(holder, Duration::from_secs(2))
+                .await
+                .unwrap();
+            if matches!(state, crate::holder::HolderState::Ended { .. }) {
+                return state;
+            }
+        }
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn its_holder_hands_the_session_to_its_agent_and_outlives_the_agents_exit() {
+    use crate::holder::{HolderState, Outcome, client};
+    let engine = FakeEngine::new();
+    let (id, _) = ready_replica(&engine).await;
+    let holder = view(&engine, &id).await.holder.unwrap();
+    let request = BotRequest {
+        session_id: SESSION.into(),
+        body: json!({"durationSeconds": 600}),
+        transport: None,
+        room: None,
+    };
+    client::hand_over(holder, &request).await.unwrap();
+    assert_eq!(engine.bot_requests(&id).len(), 1);
+    engine.kill(&id, ExitReason::Exited { code: 3 });
+    let state = holder_ended(holder).await;
+    assert!(
+        matches!(&state, HolderState::Ended { session_id, outcome: Outcome::AgentError, .. } if session_id == SESSION),
+        "{state:?}"
+    );
+    engine.stop(&id, Duration::from_secs(1)).await.unwrap();
+    assert!(client::state(holder, Duration::ZERO).await.is_err());
+}

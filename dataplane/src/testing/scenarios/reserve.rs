@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Harness, Running, agent, holders};
+use super::{Harness, Running, agent, replicas_holding};
 use crate::replica::{Limits, ReplicaStatus};
 
 /// Create -> replicas with the profile's limits, `PORT=8080` then the env set's keys, and the
@@ -63,7 +63,7 @@ pub async fn the_reserve_is_kept_and_refilled_after_a_session<H: Harness>(harnes
         before.iter().all(|id| during.contains(id)),
         "{before:?} {during:?}"
     );
-    let held = holders(harness, &during, &session).await;
+    let held = replicas_holding(harness, &during, &session).await;
     assert_eq!(held.len(), 1, "one replica holds the session: {held:?}");
     running.stop_session(&agent, &session).await;
     running

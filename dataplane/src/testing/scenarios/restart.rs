@@ -1,9 +1,13 @@
-//! A data plane restarted over its running replicas (contract section 12, "Restarts"; this
-//! build keeps no table, so only idle replicas are adopted).
+//! A data plane restarted over its running replicas (contract section 12, "Restarts"): it keeps
+//! no state of its own, so what it adopts is what the engine lists and the holders say.
+
+use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Harness, Running, agent};
+use super::{Harness, Running, WAIT, agent, replicas_holding};
+use crate::holder::{self, HolderState};
+use crate::replica::{ReplicaId, ReplicaView};
 
 /// After a restart, an idle replica of a deployment still wanted is counted in the reserve
 /// (none is started beside it), and one of an agent the data plane no longer knows is stopped.
@@ -26,4 +30,118 @@ pub async fn a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones<H: Har
     running.ready(&wanted).await;
     assert_eq!(running.until_replicas(&wanted, 1).await, adopted);
     running.finish().await;
+}
+
+/// A session held across a restart: the new data plane adopts the replica holding it (reports
+/// it `started`, which the status function drops as a repeat), carries its lines to the
+/// session's stream, and reports its end once, `completed`; then the replica is removed.
+pub async fn a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once<
+    H: Harness,
+>(
+    harness: &H,
+) {
+    let running = Running::start(harness, &[]).await;
+    let echo = agent("echo");
+    let deployment = running.ready_deployment(harness, &echo, (1, 2)).await;
+    let body = json!({"durationSeconds": 3});
+    let session = running.started_session(&echo, &deployment, body).await;
+    let held = holding(harness, &running, &deployment, &session).await;
+    let before = running.reports.clone();
+    let running = running.restart(harness, |_| true).await;
+    running.started(&session).await;
+    let ended = running.ended(&session).await;
+    assert_eq!(ended.completion_status, Some("completed"), "{ended:?}");
+    running
+        .reports
+        .wait_for_session_line(WAIT, &session, "session ending")
+        .await;
+    ends_once(&running, &held, &session).await;
+    let ended_before = before.session_reports(&session);
+    assert!(
+        ended_before.iter().all(|report| report.state != "ended"),
+        "the data plane that died reported no end: {ended_before:#?}"
+    );
+    running.finish().await;
+}
+
+/// A session that ended while no data plane ran: the holder still says how it ended, and the
+/// restarted data plane reports that end once.
+pub async fn a_data_plane_restarted_after_the_session_ended_reports_its_end_once<H: Harness>(
+    harness: &H,
+) {
+    let running = Running::start(harness, &[]).await;
+    let echo = agent("echo");
+    let deployment = running.ready_deployment(harness, &echo, (1, 2)).await;
+    let body = json!({"durationSeconds": 1, "status": 500});
+    let session = running.started_session(&echo, &deployment, body).await;
+    let held = holding(harness, &running, &deployment, &session).await;
+    running.plane.halt();
+    let view = running
+        .all_replicas()
+        .await
+        .into_iter()
+        .find(|view| view.id == held)
+        .expect("the replica runs while no data plane does");
+    holder_ended(&view).await;
+    let before = running.reports.clone();
+    let running = running.restart(harness, |_| true).await;
+    let ended = running.ended(&session).await;
+    assert_eq!(ended.completion_status, Some("agentError"), "{ended:?}");
+    ends_once(&running, &held, &session).await;
+    assert!(
+        before
+            .session_reports(&session)
+            .iter()
+            .all(|report| report.state != "ended"),
+        "the halted data plane reported no end"
+    );
+    running.finish().await;
+}
+
+/// The replica of `deployment` holding `session`.
+async fn holding<H: Harness>(
+    harness: &H,
+    running: &Running<H>,
+    deployment: &str,
+    session: &str,
+) -> ReplicaId {
+    let ids: Vec<ReplicaId> = running
+        .replicas(deployment)
+        .await
+        .into_iter()
+        .map(|view| view.id)
+        .collect();
+    let mut holding = replicas_holding(harness, &ids, session).await;
+    assert_eq!(holding.len(), 1, "one replica holds {session}: {holding:?}");
+    holding.remove(0)
+}
+
+/// Waits (up to [`WAIT`]) for the replica's holder to say its session ended.
+async fn holder_ended(view: &ReplicaView) {
+    let address = view
+        .holder
+        .expect("a running replica's holder has an address");
+    let ended = tokio::time::timeout(WAIT, async {
+        loop {
+            match holder::client::state(address, Duration::from_secs(5)).await {
+                Ok(HolderState::Ended { .. }) => return,
+                Ok(_) => {}
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the holder never said the session ended");
+}
+
+/// Once the replica that held `session` is removed, the session was reported ended once.
+async fn ends_once<H: Harness>(running: &Running<H>, held: &ReplicaId, session: &str) {
+    running
+        .until("the replica that held the session removed", |views| {
+            views.iter().all(|view| view.id != *held)
+        })
+        .await;
+    let reports = running.reports.session_reports(session);
+    let ends = reports.iter().filter(|report| report.state == "ended");
+    assert_eq!(ends.count(), 1, "{reports:#?}");
 }

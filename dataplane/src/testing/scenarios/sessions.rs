@@ -4,7 +4,7 @@
 use serde_json::json;
 use shared::session::{SessionRequest, Transport};
 
-use super::{Harness, Running, WAIT, agent, handed_to, holders, new_id};
+use super::{Harness, Running, WAIT, agent, handed_to, new_id, replicas_holding};
 use crate::replica::ReplicaId;
 
 /// With an idle ready replica a session starts warm: `started`, `coldStart: false`,
@@ -68,7 +68,7 @@ pub async fn a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never
     let session = running
         .started_session(&agent, &deployment, json!({"durationSeconds": 1}))
         .await;
-    assert_eq!(holders(harness, &first, &session).await, first);
+    assert_eq!(replicas_holding(harness, &first, &session).await, first);
     let ended = running.ended(&session).await;
     assert_eq!(ended.completion_status, Some("completed"), "{ended:?}");
     running
@@ -194,7 +194,7 @@ pub async fn a_duplicate_session_requested_claims_nothing_new<H: Harness>(harnes
         .into_iter()
         .map(|v| v.id)
         .collect();
-    assert_eq!(holders(harness, &ids, &session).await.len(), 1);
+    assert_eq!(replicas_holding(harness, &ids, &session).await.len(), 1);
     let mut handed = 0;
     for id in &ids {
         handed += harness

@@ -1,0 +1,194 @@
+//! Replicas a restarted data plane finds running (contract section 12, "Restarts"): it keeps no
+//! state of its own, so each replica's holder says what it holds. An idle one joins the reserve
+//! once ready; one holding a session, or holding how it ended, is adopted with it: its lines go
+//! to the session's stream from the hand-over on, `started` is reported (the status function
+//! drops a repeat) and its end is awaited and reported once, as if this data plane had handed
+//! it over.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shared::secrets::store::{DataKeyOpener, SecretStore};
+use time::OffsetDateTime;
+
+use super::DataPlane;
+use super::sessions::Detail;
+use super::state::{Phase, Session, SessionPhase};
+use crate::engine::Engine;
+use crate::events::AgentRef;
+use crate::holder::{self, HolderState};
+use crate::ports::Reports;
+use crate::replica::ReplicaId;
+
+/// How long a holder may take to say what it holds before its replica is left to the next
+/// listing (the reconcile pass waits for the answers).
+const ASK_BOUND: Duration = Duration::from_secs(2);
+
+/// A replica listed that this data plane did not start, with where its holder answers.
+pub struct Adoption {
+    pub id: ReplicaId,
+    pub holder: SocketAddr,
+    /// Not running any more: an idle one is stopped, a held session ends with its exit.
+    pub exited: bool,
+}
+
+/// What becomes of a replica whose holder holds a session.
+enum Adopted {
+    /// Its session is this data plane's now: awaited, then reported ended.
+    Session(AgentRef),
+    /// Its session ended meanwhile (a stop, reported already) or another replica has it: the
+    /// replica stops.
+    Stop,
+}
+
+impl<E, S, K, R> DataPlane<E, S, K, R>
+where
+    E: Engine,
+    S: SecretStore + 'static,
+    K: DataKeyOpener + 'static,
+    R: Reports,
+{
+    /// Asks each replica's holder what it holds (all at once, within [`ASK_BOUND`]) and adopts
+    /// it so; a held session's end is then awaited in a task of its own.
+    pub(super) async fn adopt(self: &Arc<Self>, adoptions: Vec<Adoption>) {
+        let asked = adoptions.into_iter().map(|adoption| async move {
+            let asked = tokio::time::timeout(
+                ASK_BOUND,
+                holder::client::state(adoption.holder, Duration::ZERO),
+            )
+            .await;
+            (adoption, asked)
+        });
+        for (adoption, asked) in futures_util::future::join_all(asked).await {
+            let Adoption { id, holder, exited } = adoption;
+            match asked {
+                Ok(Ok(HolderState::Idle)) => self.adopted_idle(id, exited),
+                Ok(Ok(
+                    HolderState::Holding { session_id, since }
+                    | HolderState::Ended {
+                        session_id, since, ..
+                    },
+                )) => {
+                    let this = self.clone();
+                    self.spawn(this.adopted_held(id, holder, session_id, since));
+                }
+                Ok(Err(error)) => {
+                    tracing::warn!(replica = %id, %holder, %error, "its holder did not say what it holds: asked again at the next listing");
+                    self.forget_adopting(&id);
+                }
+                Err(_) => {
+                    tracing::warn!(replica = %id, %holder, "its holder did not answer in time: asked again at the next listing");
+                    self.forget_adopting(&id);
+                }
+            }
+        }
+    }
+
+    /// A replica still being adopted leaves the map, so that the next listing adopts it anew.
+    fn forget_adopting(&self, id: &ReplicaId) {
+        let mut state = self.lock();
+        if state
+            .replicas
+            .get(id)
+            .is_some_and(|replica| replica.phase == Phase::Adopting)
+        {
+            state.replicas.remove(id);
+        }
+    }
+
+    /// An idle replica: it joins the reserve once `/readyz` answers; one that exited is stopped.
+    fn adopted_idle(self: &Arc<Self>, id: ReplicaId, exited: bool) {
+        let labels = {
+            let mut state = self.lock();
+            let Some(replica) = state.replicas.get_mut(&id) else {
+                return;
+            };
+            if replica.phase != Phase::Adopting {
+                return;
+            }
+            if exited {
+                state.condemn(&id);
+                None
+            } else {
+                replica.phase = Phase::Starting {
+                    since: Instant::now(),
+                };
+                Some(replica.labels.clone())
+            }
+        };
+        match labels {
+            Some(labels) => {
+                tracing::info!(replica = %id, deployment_id = %labels.deployment_id, "adopted an idle replica");
+                self.shipper.follow(&id, &labels);
+            }
+            None => self.stop_replica(id),
+        }
+    }
+
+    /// A replica holding `session_id` (or how it ended), handed over at `since`.
+    async fn adopted_held(
+        self: Arc<Self>,
+        id: ReplicaId,
+        holder: SocketAddr,
+        session_id: String,
+        since: OffsetDateTime,
+    ) {
+        let (adopted, labels) = {
+            let mut guard = self.lock();
+            let state = &mut *guard;
+            let Some(replica) = state.replicas.get_mut(&id) else {
+                return;
+            };
+            if replica.phase != Phase::Adopting {
+                return;
+            }
+            let labels = replica.labels.clone();
+            let adopted = match state.sessions.get_mut(&session_id) {
+                Some(session) if session.phase == SessionPhase::Ended => Adopted::Stop,
+                // Asked for again since the restart: this replica has it already.
+                Some(session) if session.phase == SessionPhase::Waiting => {
+                    session.phase = SessionPhase::Held {
+                        replica: id.clone(),
+                    };
+                    Adopted::Session(session.agent.clone())
+                }
+                Some(_) => Adopted::Stop,
+                None => {
+                    let session = Session::adopted(&labels, &session_id, id.clone());
+                    let agent = session.agent.clone();
+                    state.sessions.insert(session_id.clone(), session);
+                    Adopted::Session(agent)
+                }
+            };
+            match adopted {
+                Adopted::Session(_) => {
+                    replica.phase = Phase::Held {
+                        session_id: session_id.clone(),
+                    };
+                    state.waiting.retain(|waiting| *waiting != session_id);
+                }
+                Adopted::Stop => {
+                    state.condemn(&id);
+                }
+            }
+            (adopted, labels)
+        };
+        let agent = match adopted {
+            Adopted::Session(agent) => agent,
+            Adopted::Stop => {
+                tracing::info!(replica = %id, %session_id, "a replica held a session ended or held elsewhere: stopping it");
+                self.stop_replica(id);
+                return;
+            }
+        };
+        tracing::info!(replica = %id, %session_id, deployment_id = %labels.deployment_id, "adopted a replica holding a session");
+        self.shipper.follow(&id, &labels);
+        self.shipper.hand_over(&id, &session_id, since);
+        self.report_session(&agent, &session_id, "started", Detail::default())
+            .await;
+        if let Some(outcome) = self.end_of(&session_id, holder).await {
+            self.answered(&agent, &session_id, id, outcome).await;
+        }
+    }
+}
