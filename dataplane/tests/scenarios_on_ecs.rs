@@ -1,0 +1,211 @@
+//! The data plane's scenarios (src/testing/scenarios.rs) on the ECS engine against moto: every
+//! run, stop and listing is the ECS engine's (RegisterTaskDefinition, RunTask, StopTask,
+//! ListTasks, DescribeTasks on moto's server), so the decisions run unchanged above it. moto
+//! runs no container, so each task's agent is the FakeEngine's in-process agent (and holder):
+//! its address, its exit and its lines stand in for the task's. What the scenarios inspect of a
+//! replica's spec is the fake agent's copy; ecs_engine.rs checks what ECS was given.
+
+mod ecs_moto;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use data_plane::ecs::EcsEngine;
+use data_plane::engine::{Engine, EngineError, LogLine, RunError};
+use data_plane::reconciler::Config;
+use data_plane::replica::{ExitReason, ReplicaId, ReplicaSpec, ReplicaStatus, ReplicaView};
+use data_plane::testing::fake::{EXAMPLE_IMAGE, FakeEngine};
+use data_plane::testing::scenarios::{self, Harness, Inspected};
+use ecs_moto::Moto;
+use futures_util::stream::{self, BoxStream, StreamExt};
+use time::OffsetDateTime;
+
+/// ECS tasks on moto, each with a fake agent standing in for its containers.
+struct EcsWithAgents {
+    ecs: EcsEngine,
+    agents: FakeEngine,
+    /// Task ARN -> its fake agent.
+    agent_of: Mutex<HashMap<ReplicaId, ReplicaId>>,
+}
+
+impl EcsWithAgents {
+    fn agent(&self, task: &ReplicaId) -> Option<ReplicaId> {
+        self.agent_of.lock().unwrap().get(task).cloned()
+    }
+}
+
+impl Engine for EcsWithAgents {
+    async fn run(&self, spec: &ReplicaSpec) -> Result<ReplicaId, RunError> {
+        // The fake decides what the image does (an absent one fails its pull), then ECS runs it.
+        let agent = self.agents.run(spec).await?;
+        let task = self.ecs.run(spec).await?;
+        self.agent_of.lock().unwrap().insert(task.clone(), agent);
+        Ok(task)
+    }
+
+    async fn stop(&self, replica: &ReplicaId, grace: Duration) -> Result<(), EngineError> {
+        self.ecs.stop(replica, grace).await?;
+        if let Some(agent) = self.agent(replica) {
+            self.agents.stop(&agent, grace).await?;
+        }
+        Ok(())
+    }
+
+    async fn list(&self, stack: &str) -> Result<Vec<ReplicaView>, EngineError> {
+        let agents: HashMap<ReplicaId, ReplicaView> = self
+            .agents
+            .list(stack)
+            .await?
+            .into_iter()
+            .map(|view| (view.id.clone(), view))
+            .collect();
+        let tasks = self.ecs.list(stack).await?;
+        Ok(tasks
+            .into_iter()
+            .map(|mut view| {
+                let agent = self.agent(&view.id).and_then(|agent| agents.get(&agent));
+                if let Some(agent) = agent {
+                    view.address = agent.address;
+                    view.holder = agent.holder;
+                    if let ReplicaStatus::Exited(_) = agent.status {
+                        view.status = agent.status.clone();
+                    }
+                }
+                view
+            })
+            .collect())
+    }
+
+    fn logs(
+        &self,
+        replica: &ReplicaId,
+        since: Option<OffsetDateTime>,
+    ) -> BoxStream<'static, Result<LogLine, EngineError>> {
+        match self.agent(replica) {
+            Some(agent) => self.agents.logs(&agent, since),
+            None => stream::iter([Err(EngineError::NoSuchReplica(replica.clone()))]).boxed(),
+        }
+    }
+}
+
+struct OnEcs {
+    engine: Arc<EcsWithAgents>,
+    _moto: Moto,
+}
+
+fn ecs() -> OnEcs {
+    let moto = Moto::start();
+    OnEcs {
+        engine: Arc::new(EcsWithAgents {
+            ecs: moto.engine(),
+            agents: FakeEngine::new(),
+            agent_of: Mutex::new(HashMap::new()),
+        }),
+        _moto: moto,
+    }
+}
+
+impl Harness for OnEcs {
+    type E = EcsWithAgents;
+
+    fn engine(&self) -> Arc<EcsWithAgents> {
+        self.engine.clone()
+    }
+
+    fn example_image(&self) -> String {
+        EXAMPLE_IMAGE.to_owned()
+    }
+
+    fn absent_image(&self) -> String {
+        "agent-hosting.local/no-such-agent:1".to_owned()
+    }
+
+    fn config(&self, stack: &str) -> Config {
+        Config {
+            stack: stack.to_owned(),
+            tick: Duration::from_millis(100),
+            readiness_timeout: Duration::from_secs(10),
+            backoff_first: Duration::from_millis(50),
+            backoff_most: Duration::from_millis(400),
+            stop_grace: Duration::from_secs(1),
+        }
+    }
+
+    async fn inspect(&self, id: &ReplicaId) -> Option<Inspected> {
+        let agent = self.engine.agent(id)?;
+        let (_, spec) = self
+            .engine
+            .agents
+            .specs()
+            .into_iter()
+            .find(|(running, _)| *running == agent)?;
+        Some(Inspected {
+            labels: spec.labels,
+            limits: spec.limits,
+            env: spec
+                .env
+                .into_iter()
+                .map(|var| (var.name, var.value))
+                .collect(),
+        })
+    }
+
+    async fn sessions_of(&self, id: &ReplicaId) -> Vec<String> {
+        let Some(agent) = self.engine.agent(id) else {
+            return Vec::new();
+        };
+        self.engine
+            .agents
+            .bot_requests(&agent)
+            .into_iter()
+            .filter_map(|(headers, _)| {
+                let value = headers.get("x-daily-session-id")?;
+                value.to_str().ok().map(str::to_owned)
+            })
+            .collect()
+    }
+
+    async fn oom_kill(&self, id: &ReplicaId) {
+        if let Some(agent) = self.engine.agent(id) {
+            self.engine.agents.kill(&agent, ExitReason::OomKilled);
+        }
+    }
+}
+
+macro_rules! on {
+    ($harness:ident: $($scenario:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $scenario() {
+            scenarios::$scenario(&$harness()).await;
+        }
+    )*};
+}
+
+on!(ecs:
+    a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_and_is_reported_ready,
+    the_reserve_is_kept_and_refilled_after_a_session,
+    never_more_than_max_replicas,
+    a_warm_start_is_cold_start_false_and_reports_started,
+    a_cold_start_is_cold_start_true,
+    a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never_reused,
+    a_non_2xx_answer_ends_it_agent_error,
+    a_crash_mid_session_ends_it_agent_error,
+    a_stop_ends_it_terminated_and_removes_the_replica,
+    a_stop_naming_another_agent_stops_nothing,
+    a_rollout_moves_the_reserve_and_lets_busy_replicas_finish,
+    never_more_than_max_replicas_across_a_rollout,
+    an_agent_deleted_leaves_no_replica,
+    a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none,
+    a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
+    an_oom_kill_at_start_is_reported_failed,
+    an_unpullable_image_is_reported_failed_at_once,
+    a_readiness_timeout_is_reported_failed,
+    two_sessions_never_share_a_replica,
+    a_duplicate_session_requested_claims_nothing_new,
+    a_daily_room_without_credentials_is_transport_not_configured,
+    a_set_that_does_not_open_is_secret_set_unavailable,
+    a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
+    a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
+    a_data_plane_restarted_after_the_session_ended_reports_its_end_once,
+);
