@@ -232,6 +232,8 @@ async fn a_long_poll_answers_when_the_session_ends_and_else_with_the_state_after
         "{after_wait:?}"
     );
     let polling = tokio::spawn(client::state(holder, Duration::from_secs(30)));
+    // Lets the poll reach the holder first: one answered at once would say `holding`.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     agent.answer.send_replace(Some(200));
     let answered = tokio::time::timeout(BOUND, polling)
         .await

@@ -315,6 +315,48 @@ mod tests {
     }
 
     #[test]
+    fn a_replica_being_adopted_is_never_claimed_and_counts_as_busy_until_its_holder_answers() {
+        let mut state = State::default();
+        idle(&mut state, "r1");
+        let adopting = ReplicaId("r1".into());
+        if let Some(replica) = state.replicas.get_mut(&adopting) {
+            replica.phase = Phase::Adopting;
+        }
+        waiting(&mut state, "s1", Instant::now());
+        assert_eq!(state.claim("s1"), None, "it may hold a session already");
+        let running = state.running("d");
+        assert_eq!(
+            running.busy,
+            [adopting],
+            "never stopped by the plan meanwhile"
+        );
+        assert!(running.idle.is_empty() && running.starting.is_empty());
+        assert_eq!(state.ready_counts("d"), (0, 0));
+    }
+
+    #[test]
+    fn a_replica_is_claimed_only_once_its_holder_has_an_address() {
+        let mut state = State::default();
+        idle(&mut state, "r1");
+        if let Some(replica) = state.replicas.get_mut(&ReplicaId("r1".into())) {
+            replica.holder = None;
+        }
+        waiting(&mut state, "s1", Instant::now());
+        assert_eq!(state.claim("s1"), None);
+        if let Some(replica) = state.replicas.get_mut(&ReplicaId("r1".into())) {
+            replica.holder = Some(SocketAddr::from(([127, 0, 0, 1], 18080)));
+        }
+        assert_eq!(
+            state.claim("s1"),
+            Some((
+                ReplicaId("r1".into()),
+                SocketAddr::from(([127, 0, 0, 1], 18080))
+            )),
+            "the session goes to the holder, not the agent's 8080"
+        );
+    }
+
+    #[test]
     fn a_session_waiting_past_the_start_bound_is_ended_and_claims_nothing() {
         let mut state = State::default();
         let now = Instant::now();
