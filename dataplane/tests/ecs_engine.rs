@@ -319,3 +319,36 @@ async fn a_retired_deployments_secrets_are_deleted() {
         .await
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployments_replicas_share_one_task_definition_and_its_secrets_follow_the_spec() {
+    let moto = Moto::start();
+    let engine = moto.engine();
+    let first = spec("stack", "acme", "dep-1");
+    for _ in 0..2 {
+        bounded("run", engine.run(&first)).await.unwrap();
+    }
+    let clients = moto.clients();
+    let families = clients
+        .ecs
+        .list_task_definitions()
+        .family_prefix("ah-dep-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(families.task_definition_arns().len(), 1, "one revision");
+
+    // The set's value changed (a new secret value for the same deployment): the secret follows.
+    let mut rotated = first.clone();
+    rotated.env[1].value = "sk-rotated-value".into();
+    bounded("run", engine.run(&rotated)).await.unwrap();
+    let stored = clients
+        .secrets
+        .get_secret_value()
+        .secret_id("agent-hosting/test-stack/dep-1/env")
+        .send()
+        .await
+        .unwrap();
+    let stored: serde_json::Value = serde_json::from_str(stored.secret_string().unwrap()).unwrap();
+    assert_eq!(stored["OPENAI_API_KEY"], "sk-rotated-value");
+}
