@@ -6,7 +6,8 @@
 #   scripts/e2e.sh sam SUITE...     the template as deployed, through sam local
 #
 # Suites: http (tests/e2e/http.rs: the API over HTTP), sessions (tests/e2e/anchor_sessions.rs: the
-# anchor's SDK and CLI start, list and stop sessions through the stack), invoke
+# anchor's SDK and CLI start, list and stop sessions through the stack, its data plane on the
+# Docker Engine running the example agent), invoke
 # (tests/e2e/sam_invoke.rs: every fixture of events/ through `sam local invoke`; sam only),
 # schemathesis (openapi.yaml against
 # the API, every check and phase, deterministic; SCHEMATHESIS_EXAMPLES an operation), backlog
@@ -21,15 +22,25 @@
 # on Docker; not in make test). Nothing the stack starts outlives the run (scripts/stack.sh,
 # stack_contain).
 #
-# The data plane of the stack runs on the Docker Engine for the dataplane suite; the suites
-# written for the simulation (their agents' images are names no registry here serves: on a real
-# engine they fail to pull) run it as the simulation, said in spec.deploymentMode (simulated).
+# The data plane of the stack runs on the Docker Engine for the dataplane and sessions suites;
+# the suites written for the simulation (their agents' images are names no registry here serves:
+# on a real engine they fail to pull) run it as the simulation, said in spec.deploymentMode
+# (simulated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: e2e.sh watch|sam SUITE...}
+# The sessions suite runs real sessions: listed with suites written for the simulation, it runs
+# first, on a stack of its own whose data plane is on Docker, then the others on theirs.
+if [[ " ${*:2} " == *" sessions "* && $# -gt 2 ]]; then
+  "$PWD/scripts/e2e.sh" "$mode" sessions
+  others=()
+  for suite in "${@:2}"; do [ "$suite" = sessions ] || others+=("$suite"); done
+  exec "$PWD/scripts/e2e.sh" "$mode" "${others[@]}"
+fi
 source scripts/stack.sh
-if [[ " ${*:2} " == *" dataplane "* || " ${*:2} " == *" dataplane-bench "* ]]; then
-  [ $# = 2 ] || { echo "the dataplane suite runs alone" >&2; exit 2; }
+if [[ " ${*:2} " == *" dataplane "* || " ${*:2} " == *" dataplane-bench "* ||
+  " ${*:2} " == *" sessions "* ]]; then
+  [ $# = 2 ] || { echo "the dataplane suites run alone" >&2; exit 2; }
   if [ $$ != 1 ]; then
     # Outside the stack's PID namespace: the engine is the machine's, as a system service is.
     scripts/local.sh docker-engine

@@ -1,8 +1,10 @@
-//! Sessions end to end (contract section 11), through the stack and its development data plane,
+//! Sessions end to end (contract sections 11 and 12), through the stack and its data plane on the
+//! Docker Engine running the example agent's image (`EXAMPLE_IMAGE`, built by scripts/e2e.sh),
 //! driven by the anchor's own clients unchanged (PyPI pipecatcloud): the SDK's
-//! `Session(agent, public_key).start()` gets a session id and what to connect with; the CLI's
-//! `pipecat cloud agent sessions` lists it; its lines read by `sessionId`; a stop ends it and
-//! frees its place; a session never reported ended is ended by the sweep at its deadline.
+//! `Session(agent, public_key).start()` gets a session id, its replica holding the agent's
+//! `POST /bot`; the CLI's `pipecat cloud agent sessions` lists it; the agent's own lines read by
+//! `sessionId`; a stop ends it and frees its place; a session never reported ended is ended by
+//! the sweep at its deadline, and its replica stopped.
 
 use std::process::Command;
 use std::time::Duration;
@@ -106,11 +108,23 @@ async fn until(stack: &Stack, key: &ApiKey, path: &str, done: impl Fn(&Value) ->
     .await
 }
 
-/// An agent of the account with room for two sessions of at most `max_seconds`, reported ready
-/// by the data plane.
+/// Whether a page of lines holds one that `is` says is it.
+fn has_line(page: &Value, is: impl Fn(&str) -> bool) -> bool {
+    let lines = page["logs"].as_array().into_iter().flatten();
+    lines.filter_map(|line| line["log"].as_str()).any(is)
+}
+
+/// The example agent's image, which the stack's data plane runs.
+fn example_image() -> String {
+    std::env::var("EXAMPLE_IMAGE").expect("EXAMPLE_IMAGE: scripts/e2e.sh builds the example agent")
+}
+
+/// An agent of the example image with room for two sessions of at most `max_seconds` and one
+/// warm replica (so that a start answers `started`), reported ready by the data plane.
 async fn ready_agent(stack: &Stack, key: &ApiKey, name: &str, max_seconds: u32) {
-    let body = json!({"serviceName": name, "image": "ghcr.io/acme/agent:1.0",
-                      "autoScaling": {"maxAgents": 2}, "maxSessionDuration": max_seconds});
+    let body = json!({"serviceName": name, "image": example_image(),
+                      "autoScaling": {"minAgents": 1, "maxAgents": 2},
+                      "maxSessionDuration": max_seconds});
     let created = stack.create(key, &body).await;
     assert_eq!(created.status, 201, "{:?}", created.body);
     until(stack, key, &format!("/agents/{name}"), |agent| {
@@ -129,19 +143,19 @@ async fn the_sdk_starts_a_session_the_cli_lists_it_and_a_stop_frees_its_place() 
     // Its sessions end long after the other test's sweep.
     ready_agent(&stack, &key, "voice", 3_600).await;
 
+    // The example agent holds `/bot` that long (its most), unless stopped.
     let started = anchor
-        .start("voice", &public, &json!({"simulatedDurationSeconds": 600}))
+        .start("voice", &public, &json!({"durationSeconds": 600}))
         .expect("the SDK's start");
     let id = started["sessionId"]
         .as_str()
         .expect("a session id")
         .to_owned();
     assert_eq!(started["status"], "started", "{started}");
-    assert_eq!(
-        started["wsUrl"],
-        format!("ws://simulated.invalid/{id}"),
-        "what the data plane reported, labelled a simulation"
-    );
+    // A session asking for no transport: the agent's own, so nothing to connect with is made up.
+    for detail in ["wsUrl", "token", "dailyRoom", "dailyToken"] {
+        assert!(started.get(detail).is_none(), "{detail}: {started}");
+    }
     let agent = call(&stack, &key, Method::GET, "/agents/voice").await;
     assert_eq!(agent.body["activeSessionCount"], 1);
 
@@ -161,10 +175,16 @@ async fn the_sdk_starts_a_session_the_cli_lists_it_and_a_stop_frees_its_place() 
         &stack,
         &key,
         &format!("/agents/voice/logs?sessionId={id}&order=asc"),
-        |page| page["total"]["value"].as_u64() >= Some(3),
+        |page| has_line(page, |line| line.contains("session started")),
     )
     .await;
-    assert_eq!(logs["logs"][0]["log"], "session started (simulated)");
+    let first = logs["logs"][0]["log"].as_str().unwrap_or_default();
+    assert!(
+        first.contains("session started transport=none body keys=[durationSeconds]")
+            && first.contains(&id),
+        "the agent's own first line of the session, with the X-Daily-Session-Id it received: \
+         {logs}"
+    );
     assert!(
         logs["logs"]
             .as_array()
@@ -196,8 +216,8 @@ async fn a_full_agent_answers_at_capacity_and_the_sweep_frees_what_is_never_repo
     let (caller, key) = stack.account("capacity").await;
     let public = stack.key_of(&caller.account_id, KeyKind::Public).await;
     ready_agent(&stack, &key, "busy", 60).await;
-    // The data plane ends these after an hour: longer than the agent's 60 s maximum.
-    let long = json!({"simulatedDurationSeconds": 3600});
+    // The example agent holds these 10 minutes: longer than the agent's 60 s maximum.
+    let long = json!({"durationSeconds": 600});
     for _ in 0..2 {
         anchor.start("busy", &public, &long).expect("a place");
     }
@@ -236,6 +256,15 @@ async fn a_full_agent_answers_at_capacity_and_the_sweep_frees_what_is_never_repo
     let sessions = expired.body["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 2, "{:?}", expired.body);
     assert!(sessions.iter().all(|s| s["completionStatus"] == "expired"));
+    // The sweep asked the data plane to stop them: each agent got its SIGTERM mid-session.
+    for session in sessions {
+        let id = session["sessionId"].as_str().expect("a session id");
+        let path = format!("/agents/busy/logs?sessionId={id}");
+        until(&stack, &key, &path, |page| {
+            has_line(page, |line| line.ends_with("stopping"))
+        })
+        .await;
+    }
     let agent = call(&stack, &key, Method::GET, "/agents/busy").await;
     assert_eq!(agent.body["activeSessionCount"], 0);
     anchor
