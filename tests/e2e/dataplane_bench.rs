@@ -98,12 +98,14 @@ async fn docker(args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// How many replicas of this stack's `agent` in `namespace` run (their agents' containers: a
-/// replica's holder left out).
-async fn running(namespace: &str, agent: &str) -> usize {
-    let format = format!("{{{{.Label \"{PART_LABEL}\"}}}}");
-    docker(&[
+/// Every container of this stack's `agent` in `namespace`, holders too, in any state: its id,
+/// its part (empty when it has none) and its state.
+async fn containers(namespace: &str, agent: &str) -> Vec<(String, String, String)> {
+    let format = format!("{{{{.ID}}}} {{{{.Label \"{PART_LABEL}\"}}}} {{{{.State}}}}");
+    let listed = docker(&[
         "ps",
+        "-a",
+        "--no-trunc",
         "--format",
         &format,
         "--filter",
@@ -113,22 +115,68 @@ async fn running(namespace: &str, agent: &str) -> usize {
         "--filter",
         &format!("label=agent-hosting.agent={agent}"),
     ])
-    .await
-    .lines()
-    .filter(|part| part.trim() != "holder")
-    .count()
+    .await;
+    listed
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(3, ' ');
+            let (id, part, state) = (fields.next()?, fields.next()?, fields.next()?);
+            Some((id.to_owned(), part.to_owned(), state.trim().to_owned()))
+        })
+        .collect()
 }
 
-/// Waits (untimed) until `count` containers of the agent run.
-async fn until_running(namespace: &str, agent: &str, count: usize) {
-    let what = format!("{count} running replicas of {agent}");
+/// Whether each container's network answers `/readyz` 200 on 8080 (a holder's is its agent's).
+async fn all_ready(http: &reqwest::Client, ids: &[&str]) -> bool {
+    let mut args = vec![
+        "inspect",
+        "-f",
+        "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+    ];
+    args.extend(ids);
+    for line in docker(&args).await.lines() {
+        let Some(ip) = line.split_whitespace().next() else {
+            return false;
+        };
+        let url = format!("http://{ip}:8080/readyz");
+        match http.get(&url).send().await {
+            Ok(answer) if answer.status() == 200 => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Waits (untimed) until the agent runs `count` replicas, each ready, and nothing else of it is
+/// left (a replica being stopped holds a place under maxAgents): a warm start then finds idle
+/// ready replicas, and a cold start an agent with room for one more.
+async fn until_settled(http: &reqwest::Client, namespace: &str, agent: &str, count: usize) {
+    let what = format!("{count} ready replicas of {agent} and nothing else");
     bounded::until(&what, Bound::new(600, Duration::from_secs(120)), || async {
-        match running(namespace, agent).await {
-            n if n == count => Try::Done(()),
-            n => Try::Again {
-                why: format!("{n} running"),
-                wait: Duration::from_millis(100),
-            },
+        let all = containers(namespace, agent).await;
+        let holders: Vec<&str> = (all.iter())
+            .filter(|(_, part, _)| part == "holder")
+            .map(|(id, _, _)| id.as_str())
+            .collect();
+        let agents: Vec<&str> = (all.iter())
+            .filter(|(_, part, _)| part != "holder")
+            .map(|(id, _, _)| id.as_str())
+            .collect();
+        let settled = all.iter().all(|(_, _, state)| state == "running")
+            && agents.len() == count
+            && (holders.is_empty() || holders.len() == count);
+        // A holder's network is its agent's; without holders, the agents have their own.
+        let networks = if holders.is_empty() {
+            &agents
+        } else {
+            &holders
+        };
+        if settled && (count == 0 || all_ready(http, networks).await) {
+            return Try::Done(());
+        }
+        Try::Again {
+            why: format!("{} containers, {} agents", all.len(), agents.len()),
+            wait: Duration::from_millis(100),
         }
     })
     .await
@@ -201,8 +249,7 @@ struct Starts {
 
 /// Starts on `agent`, each after its reserve is back to `reserve` running replicas (untimed).
 async fn starts(
-    stack: &Stack,
-    key: &ApiKey,
+    (stack, key, http): (&Stack, &ApiKey, &reqwest::Client),
     namespace: &str,
     agent: &str,
     reserve: usize,
@@ -216,7 +263,7 @@ async fn starts(
         cold: 0,
     };
     for _ in 0..n {
-        until_running(namespace, agent, reserve).await;
+        until_settled(http, namespace, agent, reserve).await;
         let (answered, started, session) = start(stack, key, agent).await;
         figures.answered.add(answered);
         figures.started.add(started);
@@ -354,7 +401,7 @@ async fn the_data_planes_figures_on_the_docker_engine() {
     until_ready(&stack, &key, "bench-cold").await;
     // The session functions' first answers (the start, the reports) too: a first start is not
     // what a warm start costs.
-    until_running(namespace, "bench-warm", 3).await;
+    until_settled(&http, namespace, "bench-warm", 3).await;
     start(&stack, &key, "bench-warm").await;
 
     let (engine_run, readiness) = engine(&http).await;
@@ -366,8 +413,7 @@ async fn the_data_planes_figures_on_the_docker_engine() {
     let created = creates(&stack, &key).await;
     let get = gets(&stack, &key, "bench-warm").await;
     let warm = starts(
-        &stack,
-        &key,
+        (&stack, &key, &http),
         namespace,
         "bench-warm",
         3,
@@ -380,8 +426,7 @@ async fn the_data_planes_figures_on_the_docker_engine() {
     )
     .await;
     let cold = starts(
-        &stack,
-        &key,
+        (&stack, &key, &http),
         namespace,
         "bench-cold",
         0,
