@@ -1,6 +1,6 @@
 //! The data plane's scenarios (src/testing/scenarios.rs) on the Docker Engine: the same bodies
-//! as tests/scenarios_on_fake.rs, every replica a real container of the example agent's image
-//! (`scripts/local.sh example-image`). Needs a Docker Engine (`scripts/local.sh
+//! as tests/scenarios_on_fake.rs, every replica real containers: the example agent's image
+//! (`scripts/local.sh example-image`) beside its holder's (`scripts/local.sh holder-image`). Needs a Docker Engine (`scripts/local.sh
 //! docker-engine`): without one every test fails, none is skipped. What a scenario asks beyond
 //! the engine port is read from the daemon as an operator would: the container's labels, limits
 //! and environment, the agent's own lines; a kill for memory is the agent's `allocateMiB` knob.
@@ -27,8 +27,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{sleep, timeout};
 
-/// The label saying which part of a replica a container is (its holder, its agent).
-const PART: &str = "agent-hosting.part";
 /// How long a replica may take to be killed once its agent is asked to allocate past its limit.
 const KILL_WAIT: Duration = Duration::from_secs(30);
 
@@ -65,7 +63,7 @@ impl OnDocker {
             .labels
             .clone()
             .unwrap_or_default();
-        if labels.get(PART).map(String::as_str) != Some("holder") {
+        if labels.get(label::PART).map(String::as_str) != Some(label::part::HOLDER) {
             return Some(inspected);
         }
         let namespace = format!("container:{}", inspected.id.as_deref()?);
@@ -269,6 +267,7 @@ on_docker!(
     a_stop_ends_it_terminated_and_removes_the_replica,
     a_stop_naming_another_agent_stops_nothing,
     a_rollout_moves_the_reserve_and_lets_busy_replicas_finish,
+    never_more_than_max_replicas_across_a_rollout,
     an_agent_deleted_leaves_no_replica,
     a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none,
     a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
@@ -280,4 +279,6 @@ on_docker!(
     a_daily_room_without_credentials_is_transport_not_configured,
     a_set_that_does_not_open_is_secret_set_unavailable,
     a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
+    a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
+    a_data_plane_restarted_after_the_session_ended_reports_its_end_once,
 );
