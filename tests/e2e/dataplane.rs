@@ -14,8 +14,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use dataplane_support::{
-    docker, example_image, inspect, put_secret, ready_agent, session_to_its_end, shared_data_plane,
-    start, until, until_replicas,
+    example_image, inspect, put_secret, ready_agent, session_to_its_end, shared_data_plane, start,
+    until, until_containers, until_replicas,
 };
 
 #[tokio::test]
@@ -262,18 +262,14 @@ async fn deleting_an_agent_leaves_no_container_of_it() {
         <[String]>::is_empty,
     )
     .await;
-    let all = docker(&[
-        "ps",
-        "-aq",
-        "--filter",
-        &format!("label=agent-hosting.namespace={}", caller.namespace),
-        "--filter",
-        "label=agent-hosting.agent=gone",
-    ]);
-    assert!(
-        all.trim().is_empty(),
-        "stopped containers are removed too: {all}"
-    );
+    // A replica's holder is stopped after its agent.
+    until_containers(
+        &caller.namespace,
+        "gone",
+        "stopped containers and holders removed too",
+        <[String]>::is_empty,
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -12,7 +12,8 @@ use integration_tests::stack::Stack;
 use serde_json::json;
 
 use crate::dataplane_support::{
-    containers, data_plane_alone, example_image, ready_agent, start, until, until_replicas,
+    containers, data_plane_alone, example_image, ready_agent, start, until, until_containers,
+    until_replicas,
 };
 
 /// The PID the stack's supervisor wrote for the data plane it runs now.
@@ -22,8 +23,14 @@ fn data_plane_pid() -> Option<u32> {
     std::fs::read_to_string(file).ok()?.trim().parse().ok()
 }
 
+/// Whether `pid` names a process: asked of the kernel with signal 0, in the stack's PID
+/// namespace (where the PID file's numbers are; /proc may be the host's).
 fn alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
+    Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 /// Sends SIGKILL to the stack's data plane: it stops at once, holding whatever it held.
@@ -82,21 +89,12 @@ async fn a_data_plane_killed_while_a_replica_holds_a_session_adopts_it_and_the_s
         ids.len() == 1 && ids[0] != held[0]
     })
     .await;
-    let bound = Bound::new(120, Duration::from_secs(30));
-    bounded::until("no container of the held replica left", bound, || async {
-        let now = containers(ns, "survivor");
-        let left: Vec<&String> = now
-            .iter()
-            .filter(|id| replica_containers.contains(id))
-            .collect();
-        match left.is_empty() {
-            true => Try::Done(()),
-            false => Try::Again {
-                why: format!("left: {left:?}"),
-                wait: Duration::from_millis(250),
-            },
-        }
-    })
+    until_containers(
+        ns,
+        "survivor",
+        "no container of the held replica left",
+        |ids| ids.iter().all(|id| !replica_containers.contains(id)),
+    )
     .await;
 
     let logs = format!("/agents/survivor/logs?sessionId={id}&order=asc&limit=100");

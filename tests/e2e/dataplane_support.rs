@@ -151,6 +151,28 @@ pub async fn until_replicas(
     .await
 }
 
+/// Waits until every container of the agent (holders and stopped ones too) satisfies `done`;
+/// answers their ids.
+pub async fn until_containers(
+    namespace: &str,
+    agent: &str,
+    what: &str,
+    done: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let bound = Bound::new(240, Duration::from_secs(60));
+    bounded::until(what, bound, || async {
+        let ids = containers(namespace, agent);
+        match done(&ids) {
+            true => Try::Done(ids),
+            false => Try::Again {
+                why: format!("{} containers: {ids:?}", ids.len()),
+                wait: Duration::from_millis(250),
+            },
+        }
+    })
+    .await
+}
+
 pub async fn put_secret(stack: &Stack, key: &ApiKey, set: &str, name: &str, value: &str) {
     let body = json!({"secretKey": name, "secretValue": value});
     let put = stack
