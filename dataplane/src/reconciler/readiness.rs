@@ -24,13 +24,12 @@ use crate::replica::ReplicaId;
 /// image's own readiness (a refused connection or a 503 costs the data plane next to nothing).
 pub const PROBE_EVERY: Duration = Duration::from_millis(25);
 
-/// What a starting replica's probe does next.
-enum Next {
-    Ask(SocketAddr),
-    /// Its address is not known yet: the engine is asked for it.
-    Find,
-    /// Ready, gone, stopping or past its timeout (the tick fails it): the probe ends.
-    Done,
+/// A starting replica, as its probe finds it.
+struct Starting {
+    /// Where its `/readyz` answers, once known.
+    address: Option<SocketAddr>,
+    /// Its address and its holder's are both known (a session can be handed to it).
+    addressed: bool,
 }
 
 impl<E, S, K, R> DataPlane<E, S, K, R>
@@ -86,17 +85,19 @@ where
             let mut looked = false;
             loop {
                 every.tick().await;
-                let address = match this.next_probe(&id) {
-                    Next::Ask(address) => address,
-                    // Once: the engine answered `run` after starting it, so it has an address
-                    // now; else the tick's listing brings it.
-                    Next::Find if !looked => {
-                        looked = true;
-                        this.find_address(&id).await;
-                        continue;
-                    }
-                    Next::Find => continue,
-                    Next::Done => return,
+                // Ready, gone, stopping or past its timeout (the tick fails it): done.
+                let Some(starting) = this.starting(&id) else {
+                    return;
+                };
+                // Once: the engine answered `run` after starting it, so it has its addresses
+                // now; else the tick's listing brings them.
+                if !starting.addressed && !looked {
+                    looked = true;
+                    this.find_addresses(&id).await;
+                    continue;
+                }
+                let Some(address) = starting.address else {
+                    continue;
                 };
                 if contract::is_ready(address).await {
                     this.became_ready(vec![id.clone()]).await;
@@ -107,26 +108,26 @@ where
         });
     }
 
-    fn next_probe(&self, id: &ReplicaId) -> Next {
+    /// The replica while it is starting, within its readiness timeout, the data plane open.
+    fn starting(&self, id: &ReplicaId) -> Option<Starting> {
         if self.is_closed() {
-            return Next::Done;
+            return None;
         }
         let state = self.lock();
-        let Some(replica) = state.replicas.get(id) else {
-            return Next::Done;
-        };
-        match (&replica.phase, replica.address) {
-            (Phase::Starting { since }, _) if since.elapsed() > self.config.readiness_timeout => {
-                Next::Done
+        let replica = state.replicas.get(id)?;
+        match replica.phase {
+            Phase::Starting { since } if since.elapsed() <= self.config.readiness_timeout => {
+                Some(Starting {
+                    address: replica.address,
+                    addressed: replica.address.is_some() && replica.holder.is_some(),
+                })
             }
-            (Phase::Starting { .. }, Some(address)) => Next::Ask(address),
-            (Phase::Starting { .. }, None) => Next::Find,
-            _ => Next::Done,
+            _ => None,
         }
     }
 
-    /// The replica's address as the engine lists it, kept.
-    async fn find_address(&self, id: &ReplicaId) {
+    /// The replica's address and its holder's as the engine lists them, kept.
+    async fn find_addresses(&self, id: &ReplicaId) {
         let views = match self.engine.list(&self.config.stack).await {
             Ok(views) => views,
             Err(error) => {
@@ -134,11 +135,12 @@ where
                 return;
             }
         };
-        let found = views.into_iter().find(|view| view.id == *id);
-        if let Some(address) = found.and_then(|view| view.address)
-            && let Some(replica) = self.lock().replicas.get_mut(id)
-        {
-            replica.address = replica.address.or(Some(address));
+        let Some(view) = views.into_iter().find(|view| view.id == *id) else {
+            return;
+        };
+        if let Some(replica) = self.lock().replicas.get_mut(id) {
+            replica.address = replica.address.or(view.address);
+            replica.holder = replica.holder.or(view.holder);
         }
     }
 
