@@ -264,6 +264,33 @@ async fn a_stopped_replica_is_removed_and_stopping_it_again_is_fine() {
 }
 
 #[tokio::test]
+async fn a_holder_whose_agent_is_gone_is_listed_exited_with_nothing_to_adopt_and_stop_removes_it() {
+    let (engine, docker, stack) = (engine().await, docker().await, Stack::new());
+    let id = engine.run(&stack.spec("acme", &[])).await.expect("run");
+    let holder = holder_of(&docker, &id).await;
+    let force = bollard::query_parameters::RemoveContainerOptions {
+        force: true,
+        ..Default::default()
+    };
+    docker
+        .remove_container(&id.0, Some(force))
+        .await
+        .expect("the agent's container removed behind the engine's back");
+    let views = engine.list(&stack.name).await.expect("list");
+    assert_eq!(views.len(), 1, "the holder alone: {views:?}");
+    let lone = &views[0];
+    assert_eq!(lone.id.0, holder);
+    assert_eq!(lone.status, ReplicaStatus::Exited(ExitReason::Lost));
+    assert_eq!(
+        (lone.address, lone.holder),
+        (None, None),
+        "no session to ask a lone holder about: a restarted data plane stops it, never adopts it"
+    );
+    engine.stop(&lone.id, STOP_GRACE).await.expect("stop");
+    assert!(engine.list(&stack.name).await.expect("list").is_empty());
+}
+
+#[tokio::test]
 async fn its_lines_carry_the_engines_timestamps_and_end_when_it_stops() {
     let (engine, stack) = (engine().await, Stack::new());
     let before = OffsetDateTime::now_utc() - Duration::from_secs(1);

@@ -1,7 +1,8 @@
 //! A stack's replicas as the Docker Engine lists them: each agent's container with its holder's
 //! (labels read back, the holder's address on the namespace's network, which the agent shares),
 //! and what became of an exited one (an OOM kill, else its exit code). A holder whose agent is
-//! gone is listed as a replica of its own, exited, so that it is stopped too.
+//! gone is listed as a replica of its own, exited and with no holder address: there is nothing
+//! to adopt in it (its agent was stopped, or never started), only a container to stop.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -91,7 +92,7 @@ pub async fn replicas(docker: &Docker, stack: &str) -> Result<Vec<ReplicaView>, 
                 id: ReplicaId(id),
                 labels: holder.labels,
                 address: None,
-                holder: holder.ip.map(|ip| SocketAddr::new(ip, HOLDER_PORT)),
+                holder: None,
                 status: ReplicaStatus::Exited(ExitReason::Lost),
             }),
     );

@@ -197,13 +197,16 @@ impl Engine for DockerEngine {
         Ok(self.create_and_start(spec, &network).await?)
     }
 
-    /// The agent first, with the grace; then its holder (which exits at once).
+    /// The agent first, with the grace; then its holder (which exits at once), even when the
+    /// agent's stop failed (another stop of it may be under way): a holder is never left alone.
     async fn stop(&self, replica: &ReplicaId, grace: Duration) -> Result<(), EngineError> {
         let holder = self.holder_of(replica).await?;
-        self.stop_container(replica, grace).await?;
-        if let Some(holder) = &holder {
-            self.stop_container(holder, HOLDER_GRACE).await?;
-        }
+        let agent = self.stop_container(replica, grace).await;
+        let holder_stopped = match &holder {
+            Some(holder) => self.stop_container(holder, HOLDER_GRACE).await,
+            None => Ok(()),
+        };
+        agent.and(holder_stopped)?;
         tracing::info!(replica = %replica, holder = ?holder, "replica stopped and removed");
         Ok(())
     }
