@@ -21,7 +21,7 @@ use data_plane::docker::DockerEngine;
 use data_plane::engine::Engine;
 use data_plane::reconciler::Config;
 use data_plane::replica::{Limits, ReplicaId, ReplicaLabels, ReplicaStatus, label};
-use data_plane::testing::scenarios::{self, Harness, Inspected};
+use data_plane::testing::scenarios::{Harness, Inspected};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -246,39 +246,4 @@ impl Harness for OnDocker {
     }
 }
 
-macro_rules! on_docker {
-    ($($scenario:ident),* $(,)?) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $scenario() {
-            scenarios::$scenario(&docker().await).await;
-        }
-    )*};
-}
-
-on_docker!(
-    a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_and_is_reported_ready,
-    the_reserve_is_kept_and_refilled_after_a_session,
-    never_more_than_max_replicas,
-    a_warm_start_is_cold_start_false_and_reports_started,
-    a_cold_start_is_cold_start_true,
-    a_two_xx_answer_ends_it_completed_and_its_replica_is_replaced_never_reused,
-    a_non_2xx_answer_ends_it_agent_error,
-    a_crash_mid_session_ends_it_agent_error,
-    a_stop_ends_it_terminated_and_removes_the_replica,
-    a_stop_naming_another_agent_stops_nothing,
-    a_rollout_moves_the_reserve_and_lets_busy_replicas_finish,
-    never_more_than_max_replicas_across_a_rollout,
-    an_agent_deleted_leaves_no_replica,
-    a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none,
-    a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
-    an_oom_kill_at_start_is_reported_failed,
-    an_unpullable_image_is_reported_failed_at_once,
-    a_readiness_timeout_is_reported_failed,
-    two_sessions_never_share_a_replica,
-    a_duplicate_session_requested_claims_nothing_new,
-    a_daily_room_without_credentials_is_transport_not_configured,
-    a_set_that_does_not_open_is_secret_set_unavailable,
-    a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
-    a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
-    a_data_plane_restarted_after_the_session_ended_reports_its_end_once,
-);
+data_plane::every_scenario!(docker().await);
