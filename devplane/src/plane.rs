@@ -91,8 +91,8 @@ impl<R: Reports> Plane<R> {
         })
     }
 
-    /// The recovered deployments are taken before the reconcile loop runs (and before the
-    /// stream is read).
+    /// The recovered deployments are taken, and what runs adopted, before the reconcile loop
+    /// runs and before the stream is read.
     async fn on_docker(
         settings: &Settings,
         engine: DockerEngine,
@@ -116,6 +116,7 @@ impl<R: Reports> Plane<R> {
         for event in recovered {
             plane.take(event).await;
         }
+        plane.settle().await;
         tokio::spawn(plane.clone().run());
         let stack = settings.stack.clone();
         Ok(Plane::Real {

@@ -19,7 +19,7 @@ use crate::engine::Engine;
 use crate::events::AgentRef;
 use crate::holder::{self, HolderState};
 use crate::ports::Reports;
-use crate::replica::ReplicaId;
+use crate::replica::{ReplicaId, ReplicaLabels};
 
 /// How long a holder may take to say what it holds before its replica is left to the next
 /// listing (the reconcile pass waits for the answers).
@@ -31,6 +31,16 @@ pub struct Adoption {
     pub holder: SocketAddr,
     /// Not running any more: an idle one is stopped, a held session ends with its exit.
     pub exited: bool,
+}
+
+/// A replica adopted with the session its holder holds.
+struct Held {
+    id: ReplicaId,
+    holder: SocketAddr,
+    session_id: String,
+    since: OffsetDateTime,
+    agent: AgentRef,
+    labels: ReplicaLabels,
 }
 
 /// What becomes of a replica whose holder holds a session.
@@ -70,8 +80,20 @@ where
                         session_id, since, ..
                     },
                 )) => {
-                    let this = self.clone();
-                    self.spawn(this.adopted_held(id, holder, session_id, since));
+                    // Taken into the state now, before any claim of this pass or a session
+                    // asked for again; only the wait for its end runs in a task.
+                    if let Some((agent, labels)) = self.adopted_held(&id, &session_id) {
+                        let this = self.clone();
+                        let held = Held {
+                            id,
+                            holder,
+                            session_id,
+                            since,
+                            agent,
+                            labels,
+                        };
+                        self.spawn(this.hold_adopted(held));
+                    }
                 }
                 Ok(Err(error)) => {
                     tracing::warn!(replica = %id, %holder, %error, "its holder did not say what it holds: asked again at the next listing");
@@ -126,25 +148,23 @@ where
         }
     }
 
-    /// A replica holding `session_id` (or how it ended), handed over at `since`.
-    async fn adopted_held(
-        self: Arc<Self>,
-        id: ReplicaId,
-        holder: SocketAddr,
-        session_id: String,
-        since: OffsetDateTime,
-    ) {
-        let (adopted, labels) = {
+    /// A replica holding `session_id` (or how it ended) becomes Held with it: its agent and
+    /// labels; `None` when the session ended meanwhile or another replica has it (the replica
+    /// is then stopped).
+    fn adopted_held(
+        self: &Arc<Self>,
+        id: &ReplicaId,
+        session_id: &str,
+    ) -> Option<(AgentRef, ReplicaLabels)> {
+        let adopted = {
             let mut guard = self.lock();
             let state = &mut *guard;
-            let Some(replica) = state.replicas.get_mut(&id) else {
-                return;
-            };
+            let replica = state.replicas.get_mut(id)?;
             if replica.phase != Phase::Adopting {
-                return;
+                return None;
             }
             let labels = replica.labels.clone();
-            let adopted = match state.sessions.get_mut(&session_id) {
+            let adopted = match state.sessions.get_mut(session_id) {
                 Some(session) if session.phase == SessionPhase::Ended => Adopted::Stop,
                 // Asked for again since the restart: this replica has it already.
                 Some(session) if session.phase == SessionPhase::Waiting => {
@@ -155,33 +175,44 @@ where
                 }
                 Some(_) => Adopted::Stop,
                 None => {
-                    let session = Session::adopted(&labels, &session_id, id.clone());
+                    let session = Session::adopted(&labels, session_id, id.clone());
                     let agent = session.agent.clone();
-                    state.sessions.insert(session_id.clone(), session);
+                    state.sessions.insert(session_id.to_owned(), session);
                     Adopted::Session(agent)
                 }
             };
             match adopted {
-                Adopted::Session(_) => {
+                Adopted::Session(agent) => {
                     replica.phase = Phase::Held {
-                        session_id: session_id.clone(),
+                        session_id: session_id.to_owned(),
                     };
-                    state.waiting.retain(|waiting| *waiting != session_id);
+                    state.waiting.retain(|waiting| waiting != session_id);
+                    Some((agent, labels))
                 }
                 Adopted::Stop => {
-                    state.condemn(&id);
+                    state.condemn(id);
+                    None
                 }
             }
-            (adopted, labels)
         };
-        let agent = match adopted {
-            Adopted::Session(agent) => agent,
-            Adopted::Stop => {
-                tracing::info!(replica = %id, %session_id, "a replica held a session ended or held elsewhere: stopping it");
-                self.stop_replica(id);
-                return;
-            }
-        };
+        if adopted.is_none() {
+            tracing::info!(replica = %id, %session_id, "a replica held a session ended or held elsewhere: stopping it");
+            self.stop_replica(id.clone());
+        }
+        adopted
+    }
+
+    /// An adopted session, as if this data plane had handed it over: its lines to its stream
+    /// from the hand-over, `started` reported, its end awaited and reported once.
+    async fn hold_adopted(self: Arc<Self>, held: Held) {
+        let Held {
+            id,
+            holder,
+            session_id,
+            since,
+            agent,
+            labels,
+        } = held;
         tracing::info!(replica = %id, %session_id, deployment_id = %labels.deployment_id, "adopted a replica holding a session");
         self.shipper.follow(&id, &labels);
         self.shipper.hand_over(&id, &session_id, since);

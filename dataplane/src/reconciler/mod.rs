@@ -156,6 +156,14 @@ where
         }
     }
 
+    /// One reconcile pass now. A data plane that starts over running replicas calls it after
+    /// taking the deployments it recovered and before any other event: what runs is adopted
+    /// first, so that a `Session Requested` delivered again after a restart finds its session
+    /// held instead of claiming a second replica (which would end the first).
+    pub async fn settle(self: &Arc<Self>) {
+        self.reconcile().await;
+    }
+
     /// The reconcile loop: every tick, the engine is listed and each deployment reconciled.
     pub async fn run(self: Arc<Self>) {
         let mut ticks = tokio::time::interval(self.config.tick);

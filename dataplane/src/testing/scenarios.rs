@@ -26,6 +26,7 @@ pub use restart::{
     a_data_plane_restarted_after_the_session_ended_reports_its_end_once,
     a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
     a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
+    a_session_requested_again_after_a_restart_claims_nothing_new,
 };
 pub use rollout::{
     a_rollout_moves_the_reserve_and_lets_busy_replicas_finish, an_agent_deleted_leaves_no_replica,
@@ -72,6 +73,7 @@ macro_rules! every_scenario {
             a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
             a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
             a_data_plane_restarted_after_the_session_ended_reports_its_end_once,
+            a_session_requested_again_after_a_restart_claims_nothing_new,
         );
     };
 }
@@ -305,6 +307,7 @@ impl<H: Harness> Running<H> {
                 kept.push(event);
             }
         }
+        plane.settle().await;
         let loop_task = tokio::spawn(plane.clone().run());
         Running {
             plane,

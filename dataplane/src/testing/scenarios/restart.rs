@@ -98,6 +98,52 @@ pub async fn a_data_plane_restarted_after_the_session_ended_reports_its_end_once
     running.finish().await;
 }
 
+/// A `Session Requested` delivered again to a restarted data plane (its place in the stream
+/// was not saved before it died) finds the session held by the replica it adopted: no second
+/// replica is handed it, and the first keeps it to its end, reported once.
+pub async fn a_session_requested_again_after_a_restart_claims_nothing_new<H: Harness>(harness: &H) {
+    let running = Running::start(harness, &[]).await;
+    let echo = agent("echo");
+    let deployment = running.ready_deployment(harness, &echo, (1, 2)).await;
+    let body = json!({"durationSeconds": 3});
+    let session = running
+        .started_session(&echo, &deployment, body.clone())
+        .await;
+    let held = holding(harness, &running, &deployment, &session).await;
+    let running = running.restart(harness, |_| true).await;
+    running
+        .request_session_as(&echo, &deployment, &session, body)
+        .await;
+    running.started(&session).await;
+    let all: Vec<ReplicaId> = running
+        .all_replicas()
+        .await
+        .into_iter()
+        .map(|view| view.id)
+        .collect();
+    let holding_now = replicas_holding(harness, &all, &session).await;
+    assert_eq!(
+        holding_now,
+        vec![held.clone()],
+        "only the adopted replica holds {session}"
+    );
+    let ended = running.ended(&session).await;
+    assert_eq!(ended.completion_status, Some("completed"), "{ended:?}");
+    running
+        .reports
+        .wait_for_session_line(WAIT, &session, "session ending")
+        .await;
+    ends_once(&running, &held, &session).await;
+    let lines = running.reports.session_lines(&session);
+    let started = lines.iter().filter(|line| line.contains("session started"));
+    assert_eq!(
+        started.count(),
+        1,
+        "one replica was handed {session}: {lines:#?}"
+    );
+    running.finish().await;
+}
+
 /// The replica of `deployment` holding `session`.
 async fn holding<H: Harness>(
     harness: &H,
