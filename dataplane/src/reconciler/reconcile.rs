@@ -253,7 +253,7 @@ where
     }
 
     /// Does each deployment's plan: runs asked of the engine, replicas stopped.
-    fn apply_plans(self: &Arc<Self>) {
+    pub(super) fn apply_plans(self: &Arc<Self>) {
         let now = Instant::now();
         let (mut launches, mut stops) = (Vec::new(), Vec::new());
         {

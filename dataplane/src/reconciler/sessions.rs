@@ -110,7 +110,9 @@ where
         match claimed {
             Some((replica, address)) => self.hand_over(session_id, replica, address, false),
             None => {
-                tracing::info!(%session_id, "no idle ready replica: the session waits (cold start)")
+                tracing::info!(%session_id, "no idle ready replica: the session waits (cold start)");
+                // Its replica is started now, not at the next tick (0-250 ms of a cold start).
+                self.apply_plans();
             }
         }
     }

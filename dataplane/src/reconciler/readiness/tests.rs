@@ -1,5 +1,5 @@
-//! The probe on the FakeEngine, the reconcile loop's ticks an hour apart: what happens before
-//! the next tick is the probe's doing.
+//! The probe and a cold start on the FakeEngine, the reconcile loop's ticks an hour apart: what
+//! happens before the next tick is the probe's or the session request's doing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,6 +62,24 @@ async fn a_started_replicas_first_200_hands_it_the_waiting_session_without_a_tic
         .await;
     // One pass: the replica for the waiting session is started; the next tick is an hour away.
     running.plane.reconcile().await;
+    let started = running.started(&session).await;
+    assert_eq!(started.cold_start, Some(true), "{started:?}");
+    running.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_finds_no_idle_replica_has_its_replica_started_without_a_tick() {
+    let harness = Fake(Arc::new(FakeEngine::new()));
+    let running = Running::start(&harness, &[]).await;
+    // The loop's first tick, which runs at once, is past before the deployment is asked for.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let agent = agent("cold");
+    let deployment = running
+        .deploy(&agent, EXAMPLE_IMAGE, (0, 1), json!({}))
+        .await;
+    let session = running
+        .request_session(&agent, &deployment, json!({"durationSeconds": 30}))
+        .await;
     let started = running.started(&session).await;
     assert_eq!(started.cold_start, Some(true), "{started:?}");
     running.finish().await;
