@@ -48,6 +48,11 @@ if [[ " ${*:2} " == *" dataplane "* || " ${*:2} " == *" dataplane-bench "* ||
     DATA_PLANE_HOLDER_IMAGE=$(scripts/local.sh holder-image | tail -n 1)
     export EXAMPLE_IMAGE DATA_PLANE_HOLDER_IMAGE DATA_PLANE_ENGINE=docker DEPLOYMENT_MODE=docker
     export DATA_PLANE_STACK=${DATA_PLANE_STACK:-e2e-$$}
+    # A start waits as deployed (SessionStartWaitSeconds, 10 s), not the 3 s kept for
+    # schemathesis' stack: cargo lambda watch spawns each new instance of a function with `cargo
+    # run` (1-3 s, one at a time under cargo's lock), so a warm start whose report lands on a new
+    # session-status instance can pass 3 s here, where Lambda's Rust cold start is ~0.1 s.
+    export SESSION_START_WAIT_SECONDS=${SESSION_START_WAIT_SECONDS:-10}
   fi
 else
   export DATA_PLANE_ENGINE=simulated DEPLOYMENT_MODE=simulated
