@@ -137,18 +137,7 @@ pub async fn until_replicas(
     what: &str,
     done: impl Fn(&[String]) -> bool,
 ) -> Vec<String> {
-    let bound = Bound::new(240, Duration::from_secs(60));
-    bounded::until(what, bound, || async {
-        let ids = replicas(namespace, agent);
-        match done(&ids) {
-            true => Try::Done(ids),
-            false => Try::Again {
-                why: format!("{} running: {ids:?}", ids.len()),
-                wait: Duration::from_millis(250),
-            },
-        }
-    })
-    .await
+    until_listed(|| replicas(namespace, agent), "running", what, done).await
 }
 
 /// Waits until every container of the agent (holders and stopped ones too) satisfies `done`;
@@ -159,13 +148,23 @@ pub async fn until_containers(
     what: &str,
     done: impl Fn(&[String]) -> bool,
 ) -> Vec<String> {
+    until_listed(|| containers(namespace, agent), "containers", what, done).await
+}
+
+/// Waits (bounded) until the ids `list` gives satisfy `done`; answers them.
+async fn until_listed(
+    list: impl Fn() -> Vec<String>,
+    noun: &str,
+    what: &str,
+    done: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
     let bound = Bound::new(240, Duration::from_secs(60));
     bounded::until(what, bound, || async {
-        let ids = containers(namespace, agent);
+        let ids = list();
         match done(&ids) {
             true => Try::Done(ids),
             false => Try::Again {
-                why: format!("{} containers: {ids:?}", ids.len()),
+                why: format!("{} {noun}: {ids:?}", ids.len()),
                 wait: Duration::from_millis(250),
             },
         }
