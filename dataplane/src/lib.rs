@@ -11,7 +11,9 @@
 //! - [`events`]: the control plane's events as the data plane takes them;
 //! - [`contract`]: the container contract (`/readyz`, `POST /bot`), the anchor's;
 //! - [`holder`]: the replica's holder of a session's `POST /bot`, its server and its client;
-//! - [`logs`]: a replica's lines, carried to the ingest path under the right stream.
+//! - [`logs`]: a replica's lines, carried to the ingest path under the right stream;
+//! - [`recovery`]: what should run, read from the agents table when a data plane starts;
+//! - [`service`]: the data plane on AWS: its settings, its inbox (SQS) and its reports.
 
 pub mod contract;
 pub mod docker;
@@ -22,6 +24,8 @@ pub mod holder;
 pub mod logs;
 pub mod ports;
 pub mod reconciler;
+pub mod recovery;
 pub mod replica;
+pub mod service;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

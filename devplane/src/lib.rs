@@ -6,8 +6,7 @@
 //! through Lambda's Invoke API, a few at a time, and a session's log lines to the ingest
 //! function, keeping its place in the stream between runs (`checkpoint`); the template's
 //! schedules run as EventBridge runs them (`functions`); and what each deployment would receive
-//! of its secret sets, opened as a data plane opens them, logged by key name (`secrets`); what
-//! should run, read from the agents table when the data plane on an engine starts (`recovery`).
+//! of its secret sets, opened as a data plane opens them, logged by key name (`secrets`).
 //! Which data plane answers the published events: the one on the Docker Engine, or the
 //! simulation (`plane`); the stream's records read and published as the publisher does (`published`).
 //! Beside it, the local gateway in front of cargo lambda watch (`gateway`, the dev-gateway binary).
@@ -19,7 +18,6 @@ pub mod gateway;
 pub mod outbox;
 pub mod plane;
 pub mod published;
-pub mod recovery;
 pub mod rules;
 pub mod secrets;
 pub mod sessions;

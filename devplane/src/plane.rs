@@ -18,7 +18,8 @@ use shared::store::kms::KmsKeyOpener;
 use crate::outbox::Scheduled;
 use crate::secrets::{self, SetReader};
 use crate::stream::BoxError;
-use crate::{cluster, recovery, sessions};
+use crate::{cluster, sessions};
+use data_plane::recovery;
 
 /// What runs the agents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

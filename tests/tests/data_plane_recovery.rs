@@ -3,7 +3,7 @@
 //! restart are read again from the agents, as the events that requested them.
 
 use data_plane::events::{AgentRef, ControlEvent};
-use dev_data_plane::recovery;
+use data_plane::recovery;
 use integration_tests::{TestStore, call, create_named_agent, report, update};
 use serde_json::{Value, json};
 

@@ -1,17 +1,18 @@
-//! What should run, read from the agents table at start. The data plane keeps nothing of its
-//! own yet (its table is later work) and the stream resumes after its checkpoint, so the
-//! `Deployment Requested` events of before a restart are not delivered again: without this, a
-//! restarted data plane knows no deployment and stops every replica of its stack as unknown.
-//! Each agent's deployments are taken again as the events that requested them.
+//! What should run, read from the agents table when a data plane starts. It keeps nothing of
+//! its own, and what feeds it resumes after a restart (locally the stream after its checkpoint,
+//! on AWS the inbox holding only what came since), so the `Deployment Requested` events of
+//! before a restart are not delivered again: without this, a restarted data plane knows no
+//! deployment and stops every replica of its stack as unknown. Each agent's deployments are
+//! taken again as the events that requested them.
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use data_plane::events::{AgentRef, ControlEvent};
 use shared::agent::{AgentRecord, AgentStore, DeploymentRecord};
 use shared::error::StoreError;
 use shared::store::dynamodb::items;
 
-use crate::stream::BoxError;
+/// A scan's failure, as the SDK gives it.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Why what should run could not be read.
 #[derive(Debug, thiserror::Error)]
