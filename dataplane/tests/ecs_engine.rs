@@ -88,7 +88,11 @@ async fn a_deployments_task_definition_names_its_secrets_by_reference_never_a_va
     assert_eq!(agent.name(), Some(AGENT_CONTAINER));
     assert_eq!(agent.image(), Some("ghcr.io/acme/voice:1.0"));
     let options = agent.log_configuration().unwrap().options().unwrap();
-    assert_eq!(options["awslogs-group"], "/agent-hosting/acme/voice");
+    assert_eq!(
+        options["awslogs-group"],
+        "/agent-hosting-platform/stack/replicas"
+    );
+    assert_eq!(options["awslogs-stream-prefix"], "acme/voice/dep-1");
     let holder = &definition.container_definitions()[1];
     assert_eq!(holder.name(), Some(HOLDER_CONTAINER));
 
@@ -227,10 +231,11 @@ async fn a_replicas_lines_are_read_from_its_log_stream_until_it_is_stopped() {
         .await
         .unwrap();
 
-    // What awslogs would write for the task's agent container (moto runs no container).
+    // What awslogs would write for the task's agent container (moto runs no container), in
+    // the stack's staging group.
     let logs = moto.clients().logs;
-    let group = "/agent-hosting/acme/voice";
-    let stream = log_stream("dep-1", task_id(&replica.0));
+    let group = "/agent-hosting-platform/stack/replicas";
+    let stream = log_stream("acme/voice/dep-1", task_id(&replica.0));
     logs.create_log_group()
         .log_group_name(group)
         .send()

@@ -32,13 +32,19 @@ pub fn family(deployment_id: &str) -> String {
     format!("ah-{deployment_id}")
 }
 
-/// The agent's log group (contract section 5).
-pub fn log_group(labels: &ReplicaLabels) -> String {
-    format!("/agent-hosting/{}/{}", labels.namespace, labels.agent)
+/// The awslogs stream prefix of a deployment's agent containers in the staging group:
+/// `{namespace}/{agent}/{deploymentId}`. A prefix is only the head of a stream name, so it
+/// follows CloudWatch Logs' stream name rules (1-512 characters, no `:` or `*`), which allow
+/// `/`; ECS adds `/{container}/{taskId}` itself. Namespaces and agent names are DNS labels and
+/// deployment ids UUIDs (contract), so the whole name stays under 200 characters.
+pub fn log_prefix(labels: &ReplicaLabels) -> String {
+    format!(
+        "{}/{}/{}",
+        labels.namespace, labels.agent, labels.deployment_id
+    )
 }
 
-/// The awslogs stream of a task's agent container: `{prefix}/{container}/{taskId}`, the prefix
-/// being the deployment id.
+/// The awslogs stream of a task's agent container: `{prefix}/{container}/{taskId}`.
 pub fn log_stream(prefix: &str, task_id: &str) -> String {
     format!("{prefix}/{AGENT_CONTAINER}/{task_id}")
 }
@@ -194,8 +200,8 @@ fn agent(
         )
         .log_configuration(awslogs(
             config,
-            &log_group(&spec.labels),
-            &spec.labels.deployment_id,
+            &config.replica_log_group,
+            &log_prefix(&spec.labels),
         )?);
     for var in &spec.env {
         container = if var.name == PLAIN_ENV {

@@ -57,6 +57,11 @@ pub struct EcsConfig {
     pub region: String,
     /// The platform's log group, for the holders' lines (never the customer's).
     pub platform_log_group: String,
+    /// The stack's staging group awslogs writes the agents' lines to (REPLICA_LOG_GROUP): never
+    /// section 5's `/agent-hosting/...` groups, whose subscription would ingest each line a
+    /// second time under a stream name section 5 does not know; the shipper carries the lines
+    /// from here to section 5's streams.
+    pub replica_log_group: String,
     /// Between two reads of a task's state or lines.
     pub poll: Duration,
     /// How long `run` waits for a task to leave PENDING (its pull) before answering anyway.

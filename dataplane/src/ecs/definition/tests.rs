@@ -17,6 +17,7 @@ fn config() -> EcsConfig {
         secrets_kms_key: None,
         region: "us-east-1".into(),
         platform_log_group: "/agent-hosting/platform/holders".into(),
+        replica_log_group: "/agent-hosting-platform/stack/replicas".into(),
         poll: Duration::from_millis(10),
         start_timeout: Duration::from_secs(1),
     }
@@ -188,8 +189,13 @@ fn the_agent_has_the_task_but_the_holders_32_mib_and_stops_first_with_10_s() {
     let log = agent.log_configuration().unwrap();
     assert_eq!(log.log_driver(), &LogDriver::Awslogs);
     let options = log.options().unwrap();
-    assert_eq!(options["awslogs-group"], "/agent-hosting/acme/voice");
-    assert_eq!(options["awslogs-stream-prefix"], "dep-1");
+    // The stack's staging group, never section 5's (whose subscription would ingest it twice).
+    assert_eq!(
+        options["awslogs-group"],
+        "/agent-hosting-platform/stack/replicas"
+    );
+    assert_eq!(options["awslogs-stream-prefix"], "acme/voice/dep-1");
+    assert!(!options["awslogs-group"].starts_with("/agent-hosting/"));
     let holder = container(&definition, HOLDER_CONTAINER);
     assert_eq!(holder.memory(), Some(32));
     assert_eq!(holder.essential(), Some(true));
