@@ -143,6 +143,24 @@ impl fmt::Debug for PullAuth {
     }
 }
 
+/// The manifest's node type (`dailyNodeType`, one of the catalog's `NODE_TYPES`): the CPU
+/// architecture a replica runs on where the engine chooses it (Fargate: `arm` is ARM64,
+/// contract section 12). Locally Docker runs the host's architecture whatever it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeType {
+    Arm,
+}
+
+impl NodeType {
+    /// The node type of a catalog name; `None` for a name the catalog does not have.
+    pub fn of_name(name: &str) -> Option<Self> {
+        match name {
+            "arm" => Some(NodeType::Arm),
+            _ => None,
+        }
+    }
+}
+
 /// Everything an engine needs to run one replica.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplicaSpec {
@@ -150,6 +168,7 @@ pub struct ReplicaSpec {
     pub image: String,
     pub pull: Option<PullAuth>,
     pub limits: Limits,
+    pub node_type: NodeType,
     /// `PORT=8080` and the secret set's keys, in that order.
     pub env: Vec<EnvVar>,
 }
@@ -223,6 +242,18 @@ mod tests {
         );
         assert_eq!(Limits::of_resources("1.5", "2Gi"), None);
         assert_eq!(Limits::of_resources("1", "2G"), None);
+    }
+
+    #[test]
+    fn every_node_type_of_the_catalog_is_one_a_replica_runs_on() {
+        for name in shared::catalog::NODE_TYPES {
+            assert!(NodeType::of_name(name).is_some(), "{name}");
+        }
+        assert_eq!(
+            NodeType::of_name(shared::catalog::DEFAULT_NODE_TYPE),
+            Some(NodeType::Arm)
+        );
+        assert_eq!(NodeType::of_name("x86"), None);
     }
 
     #[test]

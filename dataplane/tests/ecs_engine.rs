@@ -12,7 +12,7 @@ use data_plane::ecs::definition::{AGENT_CONTAINER, HOLDER_CONTAINER, log_stream}
 use data_plane::ecs::tasks::task_id;
 use data_plane::engine::{Engine, STOP_GRACE};
 use data_plane::replica::{
-    EnvVar, Limits, PullAuth, ReplicaId, ReplicaLabels, ReplicaSpec, ReplicaStatus,
+    EnvVar, Limits, NodeType, PullAuth, ReplicaId, ReplicaLabels, ReplicaSpec, ReplicaStatus,
 };
 use ecs_moto::Moto;
 use futures_util::StreamExt;
@@ -37,6 +37,7 @@ fn spec(stack: &str, namespace: &str, deployment: &str) -> ReplicaSpec {
             password: PULL_PASSWORD.into(),
         }),
         limits: Limits::of_resources("500m", "1Gi").unwrap(),
+        node_type: NodeType::Arm,
         env: vec![
             EnvVar {
                 name: "PORT".into(),

@@ -140,7 +140,7 @@ fn isolated() -> HostConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replica::{EnvVar, Limits, ReplicaLabels, label};
+    use crate::replica::{EnvVar, Limits, NodeType, ReplicaLabels, label};
 
     fn spec() -> ReplicaSpec {
         ReplicaSpec {
@@ -158,6 +158,7 @@ mod tests {
                 memory_mib: 1024,
                 pids: 4096,
             },
+            node_type: NodeType::Arm,
             env: vec![
                 EnvVar {
                     name: "PORT".into(),

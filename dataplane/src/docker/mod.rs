@@ -4,6 +4,8 @@
 //! replica's id is its agent's container's. The concerns, each its own file: the containers
 //! asked for ([`create`]), the image pulled ([`image`]), the networks ([`network`]), the listing
 //! and exit reasons ([`list`]), the lines ([`logs`]), and the daemon's failures ([`error`]).
+//! A replica runs the host's architecture whatever its spec's `node_type` says (contract
+//! section 12: locally the host's); an image without that architecture fails its pull or start.
 
 mod create;
 mod error;

@@ -12,7 +12,7 @@ use aws_sdk_ecs::types::{
 use super::EcsConfig;
 use crate::engine::STOP_GRACE;
 use crate::holder::HOLDER_PORT;
-use crate::replica::{AGENT_PORT, Limits, ReplicaLabels, ReplicaSpec};
+use crate::replica::{AGENT_PORT, Limits, NodeType, ReplicaLabels, ReplicaSpec};
 
 /// The container names inside a replica's task.
 pub const AGENT_CONTAINER: &str = "agent";
@@ -53,27 +53,10 @@ pub fn log_stream(prefix: &str, task_id: &str) -> String {
 pub const GROUP_OPTION: &str = "awslogs-group";
 pub const PREFIX_OPTION: &str = "awslogs-stream-prefix";
 
-/// The CPU architecture a task runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Architecture {
-    Arm64,
-    X86_64,
-}
-
-impl Architecture {
-    /// `nodeType: arm` is Graviton (contract section 12); anything else x86-64.
-    pub fn of_node_type(node_type: &str) -> Self {
-        match node_type {
-            "arm" => Architecture::Arm64,
-            _ => Architecture::X86_64,
-        }
-    }
-
-    fn ecs(self) -> CpuArchitecture {
-        match self {
-            Architecture::Arm64 => CpuArchitecture::Arm64,
-            Architecture::X86_64 => CpuArchitecture::X8664,
-        }
+/// The CPU architecture of a node type on Fargate (contract section 12: `arm` is Graviton).
+pub fn cpu_architecture(node_type: NodeType) -> CpuArchitecture {
+    match node_type {
+        NodeType::Arm => CpuArchitecture::Arm64,
     }
 }
 
@@ -132,7 +115,7 @@ pub enum DefinitionError {
 pub struct Definition {
     pub family: String,
     pub size: TaskSize,
-    pub architecture: Architecture,
+    pub node_type: NodeType,
     pub containers: Vec<ContainerDefinition>,
     pub tags: Vec<Tag>,
 }
@@ -140,7 +123,7 @@ pub struct Definition {
 impl Definition {
     pub fn runtime_platform(&self) -> RuntimePlatform {
         RuntimePlatform::builder()
-            .cpu_architecture(self.architecture.ecs())
+            .cpu_architecture(cpu_architecture(self.node_type))
             .operating_system_family(OsFamily::Linux)
             .build()
     }
@@ -150,7 +133,6 @@ impl Definition {
 pub fn definition(
     config: &EcsConfig,
     spec: &ReplicaSpec,
-    architecture: Architecture,
     references: &References,
 ) -> Result<Definition, DefinitionError> {
     let size = TaskSize::of(&spec.limits).ok_or(DefinitionError::NoTaskSize {
@@ -160,7 +142,7 @@ pub fn definition(
     Ok(Definition {
         family: family(&spec.labels.deployment_id),
         size,
-        architecture,
+        node_type: spec.node_type,
         containers: vec![agent(config, spec, size, references)?, holder(config)?],
         tags: tags(&spec.labels),
     })

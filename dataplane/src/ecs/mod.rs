@@ -29,7 +29,7 @@ use tokio::sync::Mutex;
 
 use crate::engine::{Engine, EngineError, LogLine, RunError};
 use crate::replica::{ReplicaId, ReplicaSpec, ReplicaView};
-use definition::{Architecture, Definition};
+use definition::Definition;
 use error::{is_task_not_found, sdk_error};
 use tasks::TaskEnd;
 
@@ -126,9 +126,7 @@ impl EcsEngine {
             return Ok(known.arn.clone());
         }
         let references = secrets::write(&self.clients.secrets, &self.config, spec).await?;
-        // The spec carries no nodeType yet: the catalog's only one (and default) is arm.
-        let architecture = Architecture::of_node_type(shared::catalog::DEFAULT_NODE_TYPE);
-        let definition = definition::definition(&self.config, spec, architecture, &references)
+        let definition = definition::definition(&self.config, spec, &references)
             .map_err(|err| EngineError::Refused(err.to_string()))?;
         let arn = self.register(definition).await?;
         tracing::info!(deployment_id = %deployment, task_definition = %arn, "task definition registered");
@@ -288,6 +286,7 @@ fn hash(spec: &ReplicaSpec) -> u64 {
     spec.image.hash(&mut hasher);
     spec.limits.cpu_millis.hash(&mut hasher);
     spec.limits.memory_mib.hash(&mut hasher);
+    spec.node_type.hash(&mut hasher);
     for var in &spec.env {
         (&var.name, &var.value).hash(&mut hasher);
     }

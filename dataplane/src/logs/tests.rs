@@ -290,7 +290,7 @@ async fn post_bot(address: std::net::SocketAddr, session_id: &str) {
 
 #[tokio::test]
 async fn an_agents_lines_reach_its_streams_and_no_value_of_its_environment_ever_appears() {
-    use crate::replica::{EnvVar, Limits};
+    use crate::replica::{EnvVar, Limits, NodeType};
     use crate::testing::fake::{EXAMPLE_IMAGE, FakeEngine};
     const SECRET: &str = "sk-never-shown-4711";
     let engine = Arc::new(FakeEngine::new());
@@ -303,6 +303,7 @@ async fn an_agents_lines_reach_its_streams_and_no_value_of_its_environment_ever_
         image: EXAMPLE_IMAGE.into(),
         pull: None,
         limits: Limits::of_resources("500m", "1Gi").unwrap(),
+        node_type: NodeType::Arm,
         env: vec![env("PORT", "8080"), env("OPENAI_API_KEY", SECRET)],
     };
     let id = engine.run(&spec).await.unwrap();

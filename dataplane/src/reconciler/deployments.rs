@@ -12,7 +12,7 @@ use super::failures::Health;
 use super::plan::{Bounds, Role};
 use super::secrets::Received;
 use crate::events::AgentRef;
-use crate::replica::{Limits, ReplicaLabels, ReplicaSpec};
+use crate::replica::{Limits, NodeType, ReplicaLabels, ReplicaSpec};
 
 /// A deployment the data plane runs.
 #[derive(Debug)]
@@ -37,6 +37,7 @@ pub struct Deployment {
 pub struct Runnable {
     pub image: String,
     pub limits: Limits,
+    pub node_type: NodeType,
     pub received: Received,
 }
 
@@ -52,9 +53,15 @@ impl Runnable {
                 ),
             }
         })?;
+        let node_type = &manifest.spec.daily_node_type;
+        let node_type = NodeType::of_name(node_type).ok_or_else(|| DeploymentError {
+            code: "UNSUPPORTED_NODE_TYPE".to_owned(),
+            message: format!("nodeType {node_type} is not one of the catalog's"),
+        })?;
         Ok(Runnable {
             image: manifest.spec.image.clone(),
             limits,
+            node_type,
             received,
         })
     }
@@ -79,6 +86,7 @@ impl Deployment {
             image: runnable.image.clone(),
             pull: runnable.received.pull.clone(),
             limits: runnable.limits,
+            node_type: runnable.node_type,
             env: runnable.received.env.clone(),
         })
     }

@@ -13,7 +13,7 @@ use bollard::exec::{CreateExecOptions, StartExecResults};
 use data_plane::docker::DockerEngine;
 use data_plane::engine::Engine;
 use data_plane::replica::{
-    AGENT_PORT, EnvVar, Limits, PIDS_LIMIT, ReplicaLabels, ReplicaSpec, ReplicaView,
+    AGENT_PORT, EnvVar, Limits, NodeType, PIDS_LIMIT, ReplicaLabels, ReplicaSpec, ReplicaView,
 };
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -91,6 +91,7 @@ impl Stack {
                 memory_mib: 256,
                 pids: PIDS_LIMIT,
             },
+            node_type: NodeType::Arm,
             env: vars,
         }
     }

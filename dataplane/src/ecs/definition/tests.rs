@@ -3,7 +3,7 @@ use std::time::Duration;
 use aws_sdk_ecs::types::ContainerDefinition;
 
 use super::*;
-use crate::replica::{EnvVar, PIDS_LIMIT, PullAuth};
+use crate::replica::{EnvVar, NodeType, PIDS_LIMIT, PullAuth};
 
 fn config() -> EcsConfig {
     EcsConfig {
@@ -43,6 +43,7 @@ fn spec(cpu_millis: u32, memory_mib: u32) -> ReplicaSpec {
             memory_mib,
             pids: PIDS_LIMIT,
         },
+        node_type: NodeType::Arm,
         env: vec![
             EnvVar {
                 name: "PORT".into(),
@@ -94,16 +95,12 @@ fn on_fargate_the_profiles_are_exactly_their_task_sizes() {
 }
 
 #[test]
-fn node_type_arm_is_arm64_and_anything_else_x86_64() {
-    assert_eq!(Architecture::of_node_type("arm"), Architecture::Arm64);
-    assert_eq!(Architecture::of_node_type("x86"), Architecture::X86_64);
-    let definition = definition(
-        &config(),
-        &spec(500, 1024),
-        Architecture::Arm64,
-        &references(),
-    )
-    .unwrap();
+fn an_arm_deployments_task_definition_is_arm64() {
+    let arm = ReplicaSpec {
+        node_type: NodeType::Arm,
+        ..spec(500, 1024)
+    };
+    let definition = definition(&config(), &arm, &references()).unwrap();
     assert_eq!(
         definition.runtime_platform().cpu_architecture(),
         Some(&CpuArchitecture::Arm64)
@@ -115,7 +112,6 @@ fn the_secret_sets_keys_are_named_by_reference_never_by_value() {
     let definition = definition(
         &config(),
         &spec(500, 1024),
-        Architecture::Arm64,
         &references(),
     )
     .unwrap();
@@ -154,7 +150,6 @@ fn a_secret_key_without_its_secret_is_no_definition() {
     let refused = definition(
         &config(),
         &spec(500, 1024),
-        Architecture::Arm64,
         &References::default(),
     );
     assert!(
@@ -167,7 +162,6 @@ fn the_agent_has_the_task_but_the_holders_32_mib_and_stops_first_with_10_s() {
     let definition = definition(
         &config(),
         &spec(1000, 2048),
-        Architecture::Arm64,
         &references(),
     )
     .unwrap();

@@ -6,7 +6,7 @@ use tokio::time::timeout;
 
 use super::*;
 use crate::contract::{self, BotOutcome, BotRequest, HeldSession};
-use crate::replica::{EnvVar, Limits, ReplicaLabels};
+use crate::replica::{EnvVar, Limits, NodeType, ReplicaLabels};
 
 const BOUND: Duration = Duration::from_secs(10);
 const SESSION: &str = "0198c0de-0000-7000-8000-0000000000aa";
@@ -29,6 +29,7 @@ fn spec(stack: &str, image: &str, env: &[(&str, &str)]) -> ReplicaSpec {
             memory_mib: 1024,
             pids: 4096,
         },
+        node_type: NodeType::Arm,
         env: vars
             .into_iter()
             .map(|(name, value)| EnvVar {
