@@ -6,6 +6,8 @@
 //! - [`reports`]: `Deployment Status` and `Session Status` onto the bus, a replica's lines into
 //!   section 5's log streams (whose subscription delivers them to ingest-logs).
 
+pub mod bus;
 pub mod inbox;
+pub mod log_sink;
 pub mod reports;
 pub mod settings;

@@ -1,0 +1,92 @@
+//! moto's server of a test's own (scripts/local.sh), for the service's AWS APIs (EventBridge,
+//! SQS, CloudWatch Logs, Lambda). Its Docker is pointed nowhere: a Lambda function moto would
+//! run (a log group's subscription delivering lines) then fails at once, and moto goes on.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use aws_config::SdkConfig;
+use aws_sdk_sqs::config::{Credentials, Region, SharedCredentialsProvider};
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn run(command: &mut Command) -> String {
+    let output = command
+        .current_dir(workspace())
+        .output()
+        .unwrap_or_else(|err| panic!("{command:?}: {err}"));
+    assert!(
+        output.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// moto's server, stopped when dropped.
+pub struct MotoServer {
+    endpoint: String,
+    pid: String,
+}
+
+impl MotoServer {
+    pub fn start() -> Self {
+        let local_sh = workspace().join("scripts/local.sh");
+        let port = run(Command::new(&local_sh).arg("free-port"));
+        let pid = run(Command::new(&local_sh)
+            .args(["moto-start", &port])
+            .env("DOCKER_HOST", "unix:///nonexistent/docker.sock"));
+        MotoServer {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            pid,
+        }
+    }
+
+    /// The SDKs' configuration for this server.
+    pub fn sdk_config(&self) -> SdkConfig {
+        SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "local", "local", None, None, "moto",
+            )))
+            .endpoint_url(&self.endpoint)
+            .http_client(shared::aws::http_client(shared::aws::Trust::System))
+            .build()
+    }
+
+    /// Runs `script` with moto's Python (boto3 at hand), the endpoint as `sys.argv[1]`; what
+    /// it printed. For what the data plane never calls (IAM, Lambda).
+    pub fn python(&self, script: &str) -> String {
+        let python = workspace().join(".local/moto-venv/bin/python");
+        run(Command::new(python).args(["-c", script, &self.endpoint]))
+    }
+
+    /// A Lambda function (a role and an empty zip; moto never runs it), its ARN.
+    pub fn lambda_function(&self, name: &str) -> String {
+        self.python(&format!(
+            r#"
+import boto3, io, sys, zipfile
+kw = dict(endpoint_url=sys.argv[1], region_name="us-east-1",
+          aws_access_key_id="local", aws_secret_access_key="local")
+zipped = io.BytesIO()
+with zipfile.ZipFile(zipped, "w") as z:
+    z.writestr("bootstrap", "")
+role = boto3.client("iam", **kw).create_role(
+    RoleName="{name}-role", AssumeRolePolicyDocument="{{}}")["Role"]["Arn"]
+function = boto3.client("lambda", **kw).create_function(
+    FunctionName="{name}", Runtime="provided.al2023", Role=role, Handler="bootstrap",
+    Code={{"ZipFile": zipped.getvalue()}})
+print(function["FunctionArn"])
+"#
+        ))
+    }
+}
+
+impl Drop for MotoServer {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.pid]).status();
+    }
+}
