@@ -182,6 +182,23 @@ pub enum ExitReason {
     OomKilled,
     /// The engine lost it (its host went away, it was removed by someone else).
     Lost,
+    /// Its image could not be pulled, found after `run` returned (ECS: a task that stopped
+    /// `TaskFailedToStart` with `CannotPullContainerError`): the registry's message, within
+    /// [`MAX_PULL_MESSAGE_BYTES`]. A pull that fails within `run` is `RunError::PullFailed`.
+    PullFailed { message: String },
+}
+
+/// The most of a registry's message a pull failure keeps: section 7's 1 KiB of a report's error.
+pub const MAX_PULL_MESSAGE_BYTES: usize = 1024;
+
+/// The end of a registry's `message` (where it names the cause) within
+/// [`MAX_PULL_MESSAGE_BYTES`], cut on a character boundary.
+pub fn pull_message(message: &str) -> String {
+    let mut start = message.len().saturating_sub(MAX_PULL_MESSAGE_BYTES);
+    while !message.is_char_boundary(start) {
+        start += 1;
+    }
+    message[start..].to_owned()
 }
 
 impl fmt::Display for ExitReason {
@@ -190,6 +207,7 @@ impl fmt::Display for ExitReason {
             ExitReason::Exited { code } => write!(f, "exited with code {code}"),
             ExitReason::OomKilled => f.write_str("killed for memory (OOM)"),
             ExitReason::Lost => f.write_str("lost by the engine"),
+            ExitReason::PullFailed { .. } => f.write_str("its image could not be pulled"),
         }
     }
 }
@@ -254,6 +272,15 @@ mod tests {
             Some(NodeType::Arm)
         );
         assert_eq!(NodeType::of_name("x86"), None);
+    }
+
+    #[test]
+    fn a_pull_failures_message_keeps_its_end_within_one_kib() {
+        let long = format!("CannotPullContainerError: {}: not found", "é".repeat(2000));
+        let message = pull_message(&long);
+        assert!(message.len() <= MAX_PULL_MESSAGE_BYTES, "{}", message.len());
+        assert!(message.ends_with("é: not found"), "{message}");
+        assert_eq!(pull_message("manifest unknown"), "manifest unknown");
     }
 
     #[test]

@@ -11,11 +11,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use data_plane::ecs::EcsEngine;
+use data_plane::ecs::{EcsClients, EcsEngine};
 use data_plane::engine::{Engine, EngineError, LogLine, RunError};
 use data_plane::reconciler::Config;
 use data_plane::replica::{ExitReason, ReplicaId, ReplicaSpec, ReplicaStatus, ReplicaView};
-use data_plane::testing::fake::{EXAMPLE_IMAGE, FakeEngine};
+use data_plane::testing::fake::{EXAMPLE_IMAGE, FakeEngine, LATE_UNPULLABLE_IMAGE};
 use data_plane::testing::scenarios::{Harness, Inspected};
 use ecs_moto::Moto;
 use futures_util::stream::{self, BoxStream, StreamExt};
@@ -24,6 +24,9 @@ use time::OffsetDateTime;
 /// ECS tasks on moto, each with a fake agent standing in for its containers.
 struct EcsWithAgents {
     ecs: EcsEngine,
+    /// moto's, to stop a task as ECS does when its pull fails.
+    clients: EcsClients,
+    cluster: String,
     agents: FakeEngine,
     /// Task ARN -> its fake agent.
     agent_of: Mutex<HashMap<ReplicaId, ReplicaId>>,
@@ -35,8 +38,34 @@ impl EcsWithAgents {
     }
 }
 
+impl EcsWithAgents {
+    /// The task run, then stopped by "ECS" (moto's StopTask) with the reason AWS gives a pull
+    /// that failed after RunTask answered: the listing's classification is the engine's own.
+    async fn fail_pull_after_run(&self, spec: &ReplicaSpec) -> Result<ReplicaId, RunError> {
+        let task = self.ecs.run(spec).await?;
+        let repository = spec.image.rsplit_once(':').map_or("", |(name, _)| name);
+        let reason = format!(
+            "CannotPullContainerError: pull access denied for {repository}, repository does \
+             not exist or may require authorization"
+        );
+        self.clients
+            .ecs
+            .stop_task()
+            .cluster(&self.cluster)
+            .task(&task.0)
+            .reason(reason)
+            .send()
+            .await
+            .map_err(|err| EngineError::Unavailable(format!("{err:?}")))?;
+        Ok(task)
+    }
+}
+
 impl Engine for EcsWithAgents {
     async fn run(&self, spec: &ReplicaSpec) -> Result<ReplicaId, RunError> {
+        if spec.image == LATE_UNPULLABLE_IMAGE {
+            return self.fail_pull_after_run(spec).await;
+        }
         // The fake decides what the image does (an absent one fails its pull), then ECS runs it.
         let agent = self.agents.run(spec).await?;
         let task = self.ecs.run(spec).await?;
@@ -99,6 +128,8 @@ fn ecs() -> OnEcs {
     OnEcs {
         engine: Arc::new(EcsWithAgents {
             ecs: moto.engine(),
+            clients: moto.clients(),
+            cluster: moto.config().cluster,
             agents: FakeEngine::new(),
             agent_of: Mutex::new(HashMap::new()),
         }),
@@ -119,6 +150,10 @@ impl Harness for OnEcs {
 
     fn absent_image(&self) -> String {
         "agent-hosting.local/no-such-agent:1".to_owned()
+    }
+
+    fn late_unpullable_image(&self) -> Option<String> {
+        Some(LATE_UNPULLABLE_IMAGE.to_owned())
     }
 
     fn config(&self, stack: &str) -> Config {
@@ -174,3 +209,10 @@ impl Harness for OnEcs {
 }
 
 data_plane::every_scenario!(ecs());
+
+/// Where a pull can fail after `run` returned (not on Docker, which pulls within `run`).
+mod late_pull {
+    use super::*;
+
+    data_plane::scenarios_on!(ecs(); a_pull_failure_after_run_is_reported_failed_at_once);
+}

@@ -11,7 +11,7 @@ use std::future::Future;
 use data_plane::engine::{Engine, EngineError, LogLine, RunError};
 use data_plane::reconciler::Config;
 use data_plane::replica::{ExitReason, ReplicaId, ReplicaSpec, ReplicaView};
-use data_plane::testing::fake::{EXAMPLE_IMAGE, FakeEngine};
+use data_plane::testing::fake::{EXAMPLE_IMAGE, FakeEngine, LATE_UNPULLABLE_IMAGE};
 use data_plane::testing::scenarios::{Harness, Inspected};
 use futures_util::stream::BoxStream;
 use time::OffsetDateTime;
@@ -101,6 +101,10 @@ impl<E: OnFake> Harness for Fake<E> {
         "agent-hosting.local/no-such-agent:1".to_owned()
     }
 
+    fn late_unpullable_image(&self) -> Option<String> {
+        Some(LATE_UNPULLABLE_IMAGE.to_owned())
+    }
+
     fn config(&self, stack: &str) -> Config {
         Config {
             stack: stack.to_owned(),
@@ -148,6 +152,13 @@ impl<E: OnFake> Harness for Fake<E> {
 }
 
 data_plane::every_scenario!(fake());
+
+/// Where a pull can fail after `run` returned (not on Docker, which pulls within `run`).
+mod late_pull {
+    use super::*;
+
+    data_plane::scenarios_on!(fake(); a_pull_failure_after_run_is_reported_failed_at_once);
+}
 
 /// A replica listed before its `run` answered is neither adopted beside it nor stopped as a
 /// stray: the reserve settles, sessions start.

@@ -12,7 +12,9 @@ use super::definition::AGENT_CONTAINER;
 use super::error::sdk_error;
 use crate::engine::EngineError;
 use crate::holder::HOLDER_PORT;
-use crate::replica::{AGENT_PORT, ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus};
+use crate::replica::{
+    AGENT_PORT, ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus, pull_message,
+};
 
 /// The reason the data plane gives StopTask: a task stopped with it is removed, as far as
 /// `list` is concerned (AWS also deletes its tags; moto keeps them).
@@ -24,7 +26,7 @@ const DESCRIBE_BATCH: usize = 100;
 /// What became of a task that stopped by itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskEnd {
-    /// The image could not be pulled: the registry's message.
+    /// The image could not be pulled: the registry's message (bounded, `pull_message`).
     PullFailed {
         message: String,
     },
@@ -39,13 +41,16 @@ pub enum TaskEnd {
 }
 
 impl TaskEnd {
-    /// As the engine port says it. A pull failure found after the start is a lost replica to
-    /// the port (it has no such exit); `run` reports pull failures it sees itself.
+    /// As the engine port says it (`run` reports a pull failure it sees itself; one found
+    /// after `run` returned is the listing's `PullFailed`).
     pub fn exit_reason(&self) -> ExitReason {
         match self {
             TaskEnd::OomKilled => ExitReason::OomKilled,
             TaskEnd::Exited { code } => ExitReason::Exited { code: *code },
-            TaskEnd::PullFailed { .. } | TaskEnd::Lost { .. } => ExitReason::Lost,
+            TaskEnd::PullFailed { message } => ExitReason::PullFailed {
+                message: message.clone(),
+            },
+            TaskEnd::Lost { .. } => ExitReason::Lost,
         }
     }
 }
@@ -163,7 +168,9 @@ pub fn end(task: &Task) -> Option<TaskEnd> {
 }
 
 /// A stopped task's end: a pull failure or an OOM kill named by any container or the task,
-/// else the agent's exit code, else lost with the task's reason.
+/// else the agent's exit code, else lost with the task's reason. The one classification: the
+/// listing ([`end`]) and the Task State Change events (`events`) both come here. A pull failure
+/// is named by its reason alone, whatever the stop code (ECS gives `TaskFailedToStart`).
 pub fn classify(task: &Task) -> TaskEnd {
     let reasons: Vec<&str> = task
         .containers()
@@ -176,7 +183,7 @@ pub fn classify(task: &Task) -> TaskEnd {
         .find(|reason| reason.starts_with("CannotPullContainerError"))
     {
         return TaskEnd::PullFailed {
-            message: (*message).to_owned(),
+            message: pull_message(message),
         };
     }
     if reasons

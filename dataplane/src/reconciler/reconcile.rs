@@ -183,6 +183,8 @@ where
                         code: None,
                         last_lines: Vec::new(),
                     },
+                    // Found after `run` returned (ECS): reported at once, as `run`'s own.
+                    ExitReason::PullFailed { message } => Failure::PullFailed { message },
                 };
                 // Stopped once its last lines are read.
                 self.replica_failed(Some(exit.id), &exit.labels, failure);

@@ -15,7 +15,8 @@ mod steps;
 pub use failures::{
     a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
     a_readiness_timeout_is_reported_failed, a_set_that_does_not_open_is_secret_set_unavailable,
-    an_oom_kill_at_start_is_reported_failed, an_unpullable_image_is_reported_failed_at_once,
+    a_pull_failure_after_run_is_reported_failed_at_once, an_oom_kill_at_start_is_reported_failed,
+    an_unpullable_image_is_reported_failed_at_once,
 };
 pub use reserve::{
     a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_and_is_reported_ready,
@@ -79,7 +80,10 @@ macro_rules! every_scenario {
 }
 
 /// The named scenarios, each a `#[tokio::test]` on the harness `$harness` gives (a subset, for
-/// a harness that checks one concern: use [`every_scenario!`] for an engine's suite).
+/// a harness that checks one concern, or a scenario only some engines can produce: use
+/// [`every_scenario!`] for an engine's suite). Only where it can be produced:
+/// `a_pull_failure_after_run_is_reported_failed_at_once` (fake, ECS: Docker pulls within
+/// `run`, so its pull failures are `an_unpullable_image_is_reported_failed_at_once`).
 #[macro_export]
 macro_rules! scenarios_on {
     ($harness:expr; $($scenario:ident),* $(,)?) => {$(
@@ -126,6 +130,12 @@ pub trait Harness: Send + Sync {
     fn example_image(&self) -> String;
     /// An image no registry has.
     fn absent_image(&self) -> String;
+    /// An image whose pull fails only after `run` returned (on ECS a task that stops
+    /// `TaskFailedToStart` with `CannotPullContainerError`); `None` on an engine that pulls
+    /// within `run` (Docker), where that failure is `run`'s own ([`Harness::absent_image`]).
+    fn late_unpullable_image(&self) -> Option<String> {
+        None
+    }
     /// The data plane's timings on this engine, for `stack`.
     fn config(&self, stack: &str) -> Config;
     /// What the replica was started with; `None` once it is gone.

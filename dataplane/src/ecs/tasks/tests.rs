@@ -1,6 +1,7 @@
 use aws_sdk_ecs::types::{Attachment, Container, KeyValuePair, Tag};
 
 use super::*;
+use crate::replica::MAX_PULL_MESSAGE_BYTES;
 
 const ARN: &str =
     "arn:aws:ecs:us-east-1:123456789012:task/agent-hosting/1dc5c17a422548bc8ab2e5e2b9d6e5d7";
@@ -73,6 +74,30 @@ fn cannot_pull_container_error_is_a_failed_pull_with_the_registrys_message() {
             message: message.to_owned()
         }
     );
+    // Listed after `run` returned: a pull failure, not a lost replica.
+    assert_eq!(
+        status(&stopped),
+        ReplicaStatus::Exited(ExitReason::PullFailed {
+            message: message.to_owned()
+        })
+    );
+}
+
+#[test]
+fn a_pull_failures_message_is_bounded_to_its_end() {
+    let message = format!(
+        "CannotPullContainerError: {}: not found",
+        "x".repeat(4 * MAX_PULL_MESSAGE_BYTES)
+    );
+    let stopped = task("STOPPED")
+        .stop_code(TaskStopCode::TaskFailedToStart)
+        .stopped_reason(&message)
+        .build();
+    let ReplicaStatus::Exited(ExitReason::PullFailed { message }) = status(&stopped) else {
+        panic!("not a pull failure: {:?}", status(&stopped));
+    };
+    assert_eq!(message.len(), MAX_PULL_MESSAGE_BYTES);
+    assert!(message.ends_with("x: not found"), "{message}");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! knobs the example agent (examples/agent/agent.py) shares with it, so one scenario runs on
 //! both engines, beside the real holder's server (src/holder/) handing sessions to it, as in a
 //! replica's two containers. Any other image fails to pull, as a registry refuses an unknown
-//! repository.
+//! repository: within `run`, or after it for [`LATE_UNPULLABLE_IMAGE`] (as on ECS, whose task
+//! stops `TaskFailedToStart` once RunTask answered).
 
 mod agent;
 mod book;
@@ -21,13 +22,19 @@ use tokio::task::AbortHandle;
 
 use crate::engine::{Engine, EngineError, LogLine, RunError};
 use crate::holder::server::{self as holder, Holder};
-use crate::replica::{ExitReason, ReplicaId, ReplicaSpec, ReplicaStatus, ReplicaView};
+use crate::replica::{
+    ExitReason, ReplicaId, ReplicaSpec, ReplicaStatus, ReplicaView, pull_message,
+};
 
 use agent::Agent;
 use book::{Level, LogBook};
 
 /// The image the fake knows: the example agent's.
 pub const EXAMPLE_IMAGE: &str = "agent-hosting.local/example-agent:fake";
+
+/// An image whose pull fails after `run` returned: its replica is listed exited
+/// `PullFailed`, with the registry's message.
+pub const LATE_UNPULLABLE_IMAGE: &str = "agent-hosting.local/late-unpullable:fake";
 
 /// The in-memory engine. Clones share their replicas.
 #[derive(Clone, Default)]
@@ -172,6 +179,12 @@ impl FakeEngine {
 impl Engine for FakeEngine {
     async fn run(&self, spec: &ReplicaSpec) -> Result<ReplicaId, RunError> {
         self.shared.state().runs += 1;
+        if spec.image == LATE_UNPULLABLE_IMAGE {
+            let id = self.start_replica(spec, None);
+            let message = pull_message(&pull_denied(&spec.image));
+            self.shared.exit(&id, ExitReason::PullFailed { message });
+            return Ok(id);
+        }
         if spec.image != EXAMPLE_IMAGE {
             return Err(RunError::PullFailed {
                 message: pull_denied(&spec.image),

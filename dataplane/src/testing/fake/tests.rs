@@ -171,6 +171,25 @@ async fn another_image_fails_to_pull_with_the_registrys_message() {
 }
 
 #[tokio::test]
+async fn the_late_unpullable_image_runs_then_is_listed_exited_pull_failed() {
+    let engine = FakeEngine::new();
+    let id = engine
+        .run(&spec("run-9000", LATE_UNPULLABLE_IMAGE, &[]))
+        .await
+        .unwrap();
+    let listed = engine.list("run-9000").await.unwrap();
+    let replica = listed.iter().find(|view| view.id == id).unwrap();
+    let ReplicaStatus::Exited(ExitReason::PullFailed { message }) = &replica.status else {
+        panic!("{:?}", replica.status)
+    };
+    assert!(
+        message.starts_with("pull access denied for agent-hosting.local/late-unpullable,"),
+        "{message}"
+    );
+    assert_eq!(replica.address, None);
+}
+
+#[tokio::test]
 async fn a_session_is_answered_200_after_its_duration_and_logged_under_its_id() {
     let engine = FakeEngine::new();
     let (id, addr) = ready_replica(&engine).await;

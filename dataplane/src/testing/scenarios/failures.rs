@@ -85,6 +85,30 @@ pub async fn an_unpullable_image_is_reported_failed_at_once<H: Harness>(harness:
     running.finish().await;
 }
 
+/// An image whose pull fails after `run` returned (ECS: a task stopped `TaskFailedToStart`,
+/// `CannotPullContainerError`): `IMAGE_PULL_FAILED` at once with the registry's message, as a
+/// pull failed within `run` is; never a crash loop of a lost replica.
+pub async fn a_pull_failure_after_run_is_reported_failed_at_once<H: Harness>(harness: &H) {
+    let image = harness
+        .late_unpullable_image()
+        .expect("a harness whose engine can fail a pull after run (scenarios_on!, not every)");
+    let running = Running::start(harness, &[]).await;
+    let agent = agent("late-unpullable");
+    let deployment = running.deploy(&agent, &image, (1, 2), json!({})).await;
+    let failed = running.failed(&deployment).await;
+    let (code, message) = error_of(&failed);
+    assert_eq!(code, "IMAGE_PULL_FAILED");
+    let repository = image.rsplit_once(':').map_or(image.as_str(), |(name, _)| name);
+    assert!(message.contains(repository), "the registry's message: {message}");
+    let failures = running.reports.deployments();
+    assert_eq!(
+        failures.len(),
+        1,
+        "reported once, at the first failure: {failures:#?}"
+    );
+    running.finish().await;
+}
+
 /// No 200 from `/readyz` within the readiness timeout: `READINESS_TIMEOUT`, and the replicas
 /// that timed out are gone.
 pub async fn a_readiness_timeout_is_reported_failed<H: Harness>(harness: &H) {
