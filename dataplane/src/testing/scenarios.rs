@@ -14,8 +14,8 @@ mod steps;
 
 pub use failures::{
     a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
-    a_readiness_timeout_is_reported_failed, a_set_that_does_not_open_is_secret_set_unavailable,
-    a_pull_failure_after_run_is_reported_failed_at_once, an_oom_kill_at_start_is_reported_failed,
+    a_pull_failure_after_run_is_reported_failed_at_once, a_readiness_timeout_is_reported_failed,
+    a_set_that_does_not_open_is_secret_set_unavailable, an_oom_kill_at_start_is_reported_failed,
     an_unpullable_image_is_reported_failed_at_once,
 };
 pub use reserve::{

@@ -80,7 +80,7 @@ impl Moto {
             secrets_kms_key: None,
             region: "us-east-1".into(),
             platform_log_group: "/agent-hosting/platform/holders".into(),
-        replica_log_group: "/agent-hosting-platform/stack/replicas".into(),
+            replica_log_group: "/agent-hosting-platform/stack/replicas".into(),
             poll: Duration::from_millis(50),
             start_timeout: Duration::from_secs(10),
         }

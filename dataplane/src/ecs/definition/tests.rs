@@ -109,12 +109,7 @@ fn an_arm_deployments_task_definition_is_arm64() {
 
 #[test]
 fn the_secret_sets_keys_are_named_by_reference_never_by_value() {
-    let definition = definition(
-        &config(),
-        &spec(500, 1024),
-        &references(),
-    )
-    .unwrap();
+    let definition = definition(&config(), &spec(500, 1024), &references()).unwrap();
     let agent = container(&definition, AGENT_CONTAINER);
     let environment: Vec<_> = agent
         .environment()
@@ -147,11 +142,7 @@ fn the_secret_sets_keys_are_named_by_reference_never_by_value() {
 
 #[test]
 fn a_secret_key_without_its_secret_is_no_definition() {
-    let refused = definition(
-        &config(),
-        &spec(500, 1024),
-        &References::default(),
-    );
+    let refused = definition(&config(), &spec(500, 1024), &References::default());
     assert!(
         matches!(refused, Err(DefinitionError::MissingReference(name)) if name == "OPENAI_API_KEY")
     );
@@ -159,12 +150,7 @@ fn a_secret_key_without_its_secret_is_no_definition() {
 
 #[test]
 fn the_agent_has_the_task_but_the_holders_32_mib_and_stops_first_with_10_s() {
-    let definition = definition(
-        &config(),
-        &spec(1000, 2048),
-        &references(),
-    )
-    .unwrap();
+    let definition = definition(&config(), &spec(1000, 2048), &references()).unwrap();
     assert_eq!(definition.family, "ah-dep-1");
     assert_eq!(definition.containers[0].name(), Some(AGENT_CONTAINER));
     let agent = container(&definition, AGENT_CONTAINER);

@@ -98,8 +98,13 @@ pub async fn a_pull_failure_after_run_is_reported_failed_at_once<H: Harness>(har
     let failed = running.failed(&deployment).await;
     let (code, message) = error_of(&failed);
     assert_eq!(code, "IMAGE_PULL_FAILED");
-    let repository = image.rsplit_once(':').map_or(image.as_str(), |(name, _)| name);
-    assert!(message.contains(repository), "the registry's message: {message}");
+    let repository = image
+        .rsplit_once(':')
+        .map_or(image.as_str(), |(name, _)| name);
+    assert!(
+        message.contains(repository),
+        "the registry's message: {message}"
+    );
     let failures = running.reports.deployments();
     assert_eq!(
         failures.len(),
