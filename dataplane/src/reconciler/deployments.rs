@@ -280,6 +280,21 @@ mod tests {
     }
 
     #[test]
+    fn a_replica_runs_on_the_manifests_node_type_and_one_the_catalog_lacks_is_refused() {
+        let received = || Received {
+            env: Vec::new(),
+            pull: None,
+        };
+        let runnable = Runnable::new(&manifest(), received()).unwrap();
+        assert_eq!(runnable.node_type, NodeType::Arm);
+        let mut other = manifest();
+        other.spec.daily_node_type = "x86".into();
+        let refused = Runnable::new(&other, received()).unwrap_err();
+        assert_eq!(refused.code, "UNSUPPORTED_NODE_TYPE");
+        assert!(refused.message.contains("x86"), "{}", refused.message);
+    }
+
+    #[test]
     fn a_deleted_agents_deployment_delivered_again_is_not_taken() {
         let agent = AgentRef {
             namespace: "tiny-ferret-1".into(),
