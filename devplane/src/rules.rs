@@ -127,6 +127,12 @@ pub fn from_template(text: &str) -> Result<Declared, RuleError> {
                 for target in targets {
                     let function = get_att_target(&target["Arn"])
                         .ok_or_else(|| template_error(format!("{name}: a target's Arn")))?;
+                    // A rule to a queue feeds the data plane on AWS (its inbox); locally the
+                    // data plane reads the stream itself, and only functions are delivered to.
+                    let kind = resources.get(function.as_str()).map(|f| &f["Type"]);
+                    if kind.and_then(|k| k.as_str()) == Some("AWS::SQS::Queue") {
+                        continue;
+                    }
                     let binary = resources
                         .get(function.as_str())
                         .and_then(|f| f["Metadata"]["BuildProperties"]["Binary"].as_str())
