@@ -16,6 +16,44 @@ pub fn reference(value: &Yaml) -> Option<&str> {
     }
 }
 
+/// A CloudFormation `!GetAtt NAME.ATTRIBUTE`, as serde_yaml reads the short form.
+pub fn get_att(value: &Yaml) -> Option<&str> {
+    match value {
+        Yaml::Tagged(tagged) if tagged.tag == "!GetAtt" => tagged.value.as_str(),
+        _ => None,
+    }
+}
+
+/// A CloudFormation `!Sub TEXT` (the one-argument form): its text.
+pub fn sub(value: &Yaml) -> Option<&str> {
+    match value {
+        Yaml::Tagged(tagged) if tagged.tag == "!Sub" => tagged.value.as_str(),
+        _ => None,
+    }
+}
+
+/// The statements of an `AWS::IAM::Role`'s inline policies (not its trust policy).
+pub fn role_statements<'a>(template: &'a Yaml, role: &str) -> Vec<&'a Yaml> {
+    let resource = &template["Resources"][role];
+    assert_eq!(resource["Type"].as_str(), Some("AWS::IAM::Role"), "{role}");
+    resource["Properties"]["Policies"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .flat_map(|policy| policy["PolicyDocument"]["Statement"].as_sequence())
+        .flatten()
+        .collect()
+}
+
+/// A statement's `Resource`, one or a list, as a list.
+pub fn statement_resources(statement: &Yaml) -> Vec<&Yaml> {
+    match &statement["Resource"] {
+        Yaml::Sequence(list) => list.iter().collect(),
+        Yaml::Null => Vec::new(),
+        one => vec![one],
+    }
+}
+
 /// The resources of one type, by logical name.
 pub fn resources_of_type<'a>(template: &'a Yaml, kind: &str) -> Vec<(&'a str, &'a Yaml)> {
     template["Resources"]
@@ -69,7 +107,8 @@ pub fn function_grants(template: &Yaml) -> Vec<(&str, Vec<Grant<'_>>)> {
         .collect()
 }
 
-fn strings(value: &Yaml) -> Vec<String> {
+/// A string or a list of strings (an `Action`, say), as a list.
+pub fn strings(value: &Yaml) -> Vec<String> {
     match value {
         Yaml::String(one) => vec![one.clone()],
         Yaml::Sequence(list) => list
@@ -97,14 +136,44 @@ pub fn stream_filters(template: &Yaml) -> Vec<(String, serde_json::Value)> {
     filters
 }
 
-/// The EventBridge rules' patterns, by rule.
+/// The patterns of the EventBridge rules on the agents bus (`AgentEventsBus`), by rule.
 pub fn rule_patterns(template: &Yaml) -> Vec<(String, serde_json::Value)> {
     resources_of_type(template, "AWS::Events::Rule")
         .into_iter()
         .filter(|(_, rule)| !rule["Properties"]["EventPattern"].is_null())
+        .filter(|(_, rule)| {
+            reference(&rule["Properties"]["EventBusName"]) == Some("AgentEventsBus")
+        })
         .map(|(name, rule)| {
             let pattern = serde_json::to_value(&rule["Properties"]["EventPattern"]).unwrap();
             (name.to_owned(), pattern)
         })
         .collect()
+}
+
+/// One rule's pattern as JSON, each `!GetAtt NAME.Arn` in it replaced by the ARN `arns` gives
+/// NAME (any other short form, or a name `arns` lacks, fails the test).
+pub fn rule_pattern(template: &Yaml, rule: &str, arns: &[(&str, &str)]) -> serde_json::Value {
+    fn resolve(value: &Yaml, arns: &[(&str, &str)]) -> serde_json::Value {
+        match value {
+            Yaml::Tagged(_) => {
+                let target = get_att(value).unwrap_or_else(|| panic!("not a !GetAtt: {value:?}"));
+                let name = target.strip_suffix(".Arn").expect("a !GetAtt of an Arn");
+                let (_, arn) = arns
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .expect("an ARN for it");
+                serde_json::Value::String((*arn).to_owned())
+            }
+            Yaml::Sequence(list) => list.iter().map(|v| resolve(v, arns)).collect(),
+            Yaml::Mapping(map) => map
+                .iter()
+                .map(|(k, v)| (k.as_str().unwrap().to_owned(), resolve(v, arns)))
+                .collect(),
+            plain => serde_json::to_value(plain).unwrap(),
+        }
+    }
+    let pattern = &template["Resources"][rule]["Properties"]["EventPattern"];
+    assert!(!pattern.is_null(), "{rule}: no pattern");
+    resolve(pattern, arns)
 }

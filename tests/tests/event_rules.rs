@@ -1,7 +1,7 @@
 //! template.yaml's EventBridge rules, judged by EventBridge's own matching (moto's, through
 //! integration_tests::ruled_bus), not by the data plane's matcher (devplane/src/rules.rs) that
 //! runs them locally: each of the data plane's reports reaches its own status function, and
-//! nothing the control plane publishes reaches either.
+//! nothing the control plane publishes reaches either (its events reach the data plane's inbox).
 
 use integration_tests::emulators::Moto;
 use integration_tests::ruled_bus::RuledBus;
@@ -9,7 +9,7 @@ use integration_tests::template;
 use serde_json::json;
 use serde_yaml::Value as Yaml;
 
-/// The function a rule's first target invokes (`!GetAtt Function.Arn`).
+/// The function (or queue) a rule's first target names (`!GetAtt Function.Arn`).
 fn target_function(template: &Yaml, rule: &str) -> String {
     let arn = &template["Resources"][rule]["Properties"]["Targets"][0]["Arn"];
     match arn {
@@ -40,11 +40,20 @@ async fn each_data_plane_report_reaches_its_own_status_function_and_nothing_else
             "Session Status",
             vec!["SessionStatusFunction"],
         ),
-        // The control plane's own events (contract section 7) are the data plane's to hear.
-        ("agent-hosting", "Deployment Requested", vec![]),
-        ("agent-hosting", "Agent Deleted", vec![]),
-        ("agent-hosting", "Session Requested", vec![]),
-        ("agent-hosting", "Session Stop Requested", vec![]),
+        // The control plane's own events (contract section 7) are the data plane's to hear:
+        // its inbox, no function.
+        (
+            "agent-hosting",
+            "Deployment Requested",
+            vec!["DataPlaneInbox"],
+        ),
+        ("agent-hosting", "Agent Deleted", vec!["DataPlaneInbox"]),
+        ("agent-hosting", "Session Requested", vec!["DataPlaneInbox"]),
+        (
+            "agent-hosting",
+            "Session Stop Requested",
+            vec!["DataPlaneInbox"],
+        ),
         // A report's name from anyone but the data plane is no report.
         ("agent-hosting", "Deployment Status", vec![]),
         ("someone-else", "Session Status", vec![]),
