@@ -56,7 +56,8 @@ impl AwsReports {
 }
 
 /// Runs `attempt` until it succeeds, at most [`ATTEMPTS`] times; the last error if none did.
-async fn attempted<T, E, F>(mut attempt: impl FnMut() -> F) -> Result<T, E>
+/// `what` is sent: a deployment's or session's report, or lines.
+async fn attempted<T, E, F>(what: &'static str, mut attempt: impl FnMut() -> F) -> Result<T, E>
 where
     E: std::fmt::Display,
     F: Future<Output = Result<T, E>>,
@@ -66,7 +67,7 @@ where
     loop {
         match attempt().await {
             Err(error) if tried < ATTEMPTS => {
-                tracing::warn!(%error, attempt = tried, "a report was not delivered; trying again");
+                tracing::warn!(what, %error, attempt = tried, "not delivered; trying again");
                 tokio::time::sleep(pause).await;
                 (pause, tried) = (pause * 2, tried + 1);
             }
@@ -78,7 +79,7 @@ where
 impl Reports for AwsReports {
     async fn deployment(&self, report: StatusReport) {
         let detail_type = shared::agent::status::DETAIL_TYPE;
-        let sent = attempted(|| {
+        let sent = attempted("deployment report", || {
             let report = StatusReport {
                 observed_at: OffsetDateTime::now_utc(),
                 ..report.clone()
@@ -97,7 +98,7 @@ impl Reports for AwsReports {
 
     async fn session(&self, report: SessionStatus) {
         let detail_type = shared::session::report::DETAIL_TYPE;
-        let sent = attempted(|| {
+        let sent = attempted("session report", || {
             let report = SessionStatus {
                 observed_at: OffsetDateTime::now_utc(),
                 ..report.clone()
@@ -132,7 +133,7 @@ impl Reports for AwsReports {
         events.sort_by_key(|(_, at, _)| *at);
         let calls = log_sink::calls(&events);
         for (i, call) in calls.iter().enumerate() {
-            let sent = attempted(|| self.sink.put(&group, &stream, call)).await;
+            let sent = attempted("lines", || self.sink.put(&group, &stream, call)).await;
             if let Err(error) = sent {
                 let given_up: usize = calls[i..].iter().map(|call| call.len()).sum();
                 tracing::error!(%group, %stream, lines = given_up, %error, "lines were given up");
