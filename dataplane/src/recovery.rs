@@ -5,6 +5,7 @@
 //! deployment and stops every replica of its stack as unknown. Each agent's deployments are
 //! taken again as the events that requested them.
 
+use crate::events::{AgentRef, ControlEvent};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::agent::{AgentRecord, AgentStore, DeploymentRecord};

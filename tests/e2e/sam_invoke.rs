@@ -335,7 +335,17 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
 ];
 
 /// Files in events/ that are not events (a readable copy of another fixture's payload).
-const NOT_EVENTS: &[&str] = &["ingest-logs.decoded.json"];
+/// Fixtures of events/ that no function is invoked with: the decoded form of a subscription's
+/// batch, and what reaches the data plane's inbox (a service on Fargate, not a function; its
+/// tests read them: dataplane/tests/service_inbox.rs, dataplane/src/ecs/events/tests.rs).
+const NOT_EVENTS: &[&str] = &[
+    "ingest-logs.decoded.json",
+    "data-plane-inbox-deployment-requested.json",
+    "ecs-task-state-change-exited.json",
+    "ecs-task-state-change-oom-killed.json",
+    "ecs-task-state-change-pull-failed.json",
+    "ecs-task-state-change-running.json",
+];
 
 /// Concurrent `sam local invoke`s (each is a process and a container).
 const WORKERS: usize = 2;
