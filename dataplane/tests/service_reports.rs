@@ -1,7 +1,8 @@
 //! The data plane's reports on AWS (`service::reports::AwsReports`) against moto's server:
 //! `Deployment Status` and `Session Status` onto the agents bus as the status functions'
 //! rules take them, a replica's lines into section 5's log group and stream, the group set
-//! up for the ingest function, within PutLogEvents' bounds.
+//! up for the ingest function, within PutLogEvents' bounds; lines a restarted data plane sends
+//! again (read again from an adopted replica's start) stored once.
 
 mod moto_server;
 
@@ -258,23 +259,25 @@ async fn a_sessions_report_reaches_the_agents_bus_as_the_data_planes() {
     assert_detail(&event["detail"], &report, before);
 }
 
-/// `count` CRI lines of the session, a millisecond apart from now.
-fn batch(session_id: Option<&str>, first: usize, count: usize) -> LineBatch {
-    let start = OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
-    let events = (first..first + count)
-        .map(|i| {
-            let millis = i64::try_from(start).unwrap() + i as i64;
-            let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
-                .unwrap()
-                .format(&Rfc3339)
-                .unwrap();
-            (
-                format!("id-{i}"),
-                millis,
-                format!("{at} stdout F line {i}  ünïcode\t"),
-            )
-        })
-        .collect();
+fn now_millis() -> i64 {
+    i64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000).unwrap()
+}
+
+/// A CRI line of `text` at Unix milliseconds `millis`, with a new event id.
+fn cri(millis: i64, text: &str) -> (String, i64, String) {
+    let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+        .unwrap()
+        .format(&Rfc3339)
+        .unwrap();
+    (
+        format!("id-{millis}-{text}"),
+        millis,
+        format!("{at} stdout F {text}"),
+    )
+}
+
+/// A batch of the session's (of the deployment's when `None`) lines.
+fn lines_of(session_id: Option<&str>, events: Vec<(String, i64, String)>) -> LineBatch {
     LineBatch {
         namespace: "tiny-ferret-1".into(),
         agent: "voice-bot".into(),
@@ -282,6 +285,19 @@ fn batch(session_id: Option<&str>, first: usize, count: usize) -> LineBatch {
         session_id: session_id.map(str::to_owned),
         events,
     }
+}
+
+/// `count` CRI lines of the session from line `first`, line `i` at `start` + `i` milliseconds.
+fn batch_from(start: i64, session_id: Option<&str>, first: usize, count: usize) -> LineBatch {
+    let events = (first..first + count)
+        .map(|i| cri(start + i as i64, &format!("line {i}  ünïcode\t")))
+        .collect();
+    lines_of(session_id, events)
+}
+
+/// `count` CRI lines of the session, a millisecond apart from now.
+fn batch(session_id: Option<&str>, first: usize, count: usize) -> LineBatch {
+    batch_from(now_millis(), session_id, first, count)
 }
 
 fn messages(batch: &LineBatch) -> Vec<String> {
@@ -415,4 +431,109 @@ async fn lines_after_their_group_was_deleted_land_in_the_group_made_again() {
         .await
         .unwrap();
     assert_eq!(filters.subscription_filters().len(), 1, "{filters:?}");
+}
+
+#[tokio::test]
+async fn a_restarted_data_plane_sending_shipped_lines_again_writes_only_the_new_ones_in_order() {
+    // The restarted data plane's shipper reads the adopted replica's lines from its start.
+    let stack = stack(30).await;
+    let start = now_millis();
+    stack
+        .reports
+        .lines(batch_from(start, Some("sess-1"), 0, 3))
+        .await;
+    let restarted = stack.restarted();
+    let again = batch_from(start, Some("sess-1"), 0, 5);
+    restarted.lines(again.clone()).await;
+    assert_eq!(
+        stack.stream_messages("dep-1/sess-1").await,
+        messages(&again)
+    );
+    let later = batch_from(start, Some("sess-1"), 5, 2);
+    restarted.lines(later.clone()).await;
+    let mut all = messages(&again);
+    all.extend(messages(&later));
+    assert_eq!(stack.stream_messages("dep-1/sess-1").await, all);
+}
+
+#[tokio::test]
+async fn a_batch_sharing_the_streams_last_millisecond_keeps_its_new_lines_of_that_millisecond() {
+    // awslogs dates lines to the millisecond: several share one, some alike.
+    let stack = stack(30).await;
+    let t = now_millis();
+    let shipped = vec![cri(t, "a"), cri(t + 1, "b"), cri(t + 1, "x")];
+    stack.reports.lines(lines_of(Some("sess-1"), shipped)).await;
+    let again = lines_of(
+        Some("sess-1"),
+        vec![
+            cri(t, "a"),
+            cri(t + 1, "b"),
+            cri(t + 1, "x"),
+            cri(t + 1, "x"),
+            cri(t + 1, "c"),
+            cri(t + 2, "d"),
+        ],
+    );
+    stack.restarted().lines(again.clone()).await;
+    assert_eq!(
+        stack.stream_messages("dep-1/sess-1").await,
+        messages(&again)
+    );
+}
+
+#[tokio::test]
+async fn a_replica_that_lagged_behind_another_in_the_deployments_stream_loses_no_line() {
+    // Two replicas write `dep-1`: one's lines were shipped, more of them than the tail read
+    // back holds; two of the other's, of the tail's time, not yet when the data plane stopped.
+    // After the restart both are read again from their start.
+    let stack = stack(30).await;
+    let t = now_millis();
+    let one = |i: i64| cri(t + 2 * i, &format!("one {i}"));
+    let shipped = 1_010;
+    let one_shipped: Vec<_> = (0..shipped).map(one).collect();
+    stack.reports.lines(lines_of(None, one_shipped)).await;
+    let restarted = stack.restarted();
+    let two = vec![
+        cri(t + 2 * 1_005 + 1, "two a"),
+        cri(t + 2 * 1_007 + 1, "two b"),
+    ];
+    restarted.lines(lines_of(None, two.clone())).await;
+    restarted
+        .lines(lines_of(None, (0..=shipped).map(one).collect()))
+        .await;
+    let mut expected: Vec<_> = (0..=shipped).map(one).chain(two).collect();
+    expected.sort_by_key(|(_, at, _)| *at);
+    let expected: Vec<String> = expected
+        .into_iter()
+        .map(|(_, _, message)| message)
+        .collect();
+    let stored = stack.stream_messages("dep-1").await;
+    assert!(
+        stored == expected,
+        "{} lines stored, {} expected; the last stored: {:?}",
+        stored.len(),
+        expected.len(),
+        &stored[stored.len().saturating_sub(8)..]
+    );
+}
+
+#[tokio::test]
+async fn a_restarted_data_plane_sending_more_lines_again_than_the_tail_holds_stores_none_twice() {
+    // More shipped lines than the tail read back: those older than it are taken as stored.
+    let stack = stack(30).await;
+    let start = now_millis();
+    let shipped = 1_500;
+    stack
+        .reports
+        .lines(batch_from(start, Some("sess-1"), 0, shipped))
+        .await;
+    let again = batch_from(start, Some("sess-1"), 0, shipped + 1);
+    stack.restarted().lines(again.clone()).await;
+    let stored = stack.stream_messages("dep-1/sess-1").await;
+    assert!(
+        stored == messages(&again),
+        "{} lines stored, {} sent",
+        stored.len(),
+        again.events.len()
+    );
 }

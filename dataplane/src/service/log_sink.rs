@@ -2,14 +2,22 @@
 //! delivers them to the ingest function. Each group is ensured once a process (created,
 //! its retention and the subscription set before its first line, or that line would never
 //! reach the ingest function), each stream once; a group or stream found gone is ensured again.
+//!
+//! CloudWatch gives every line put a new event id, and a restarted data plane reads each replica
+//! it adopts again from the start: so that no line is stored twice (section 5), a stream that
+//! exists when the process first writes to it has its tail read ([`Tail`]) and the lines already
+//! there are left out.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use aws_sdk_cloudwatchlogs::Client;
 use aws_sdk_cloudwatchlogs::error::{DisplayErrorContext, SdkError};
 use aws_sdk_cloudwatchlogs::types::InputLogEvent;
+
+mod tail;
+pub use tail::Tail;
 
 /// (event id, Unix milliseconds, message in CRI form), as `ports::LineBatch` carries them.
 pub type Event = (String, i64, String);
@@ -59,6 +67,12 @@ pub fn calls(events: &[Event]) -> Vec<&[Event]> {
     calls
 }
 
+/// The events of a stream's tail read back; reading fewer means the tail is the whole stream.
+pub const TAIL_EVENTS: i32 = 1_000;
+/// GetLogEvents may answer an empty page while older events remain: so many pages are read at
+/// most to find the tail.
+const TAIL_READS: usize = 3;
+
 /// Whether one event fits a call at all.
 pub fn fits(event: &Event) -> bool {
     event.2.len() + EVENT_OVERHEAD <= MAX_BYTES
@@ -71,6 +85,7 @@ pub enum Operation {
     PutRetentionPolicy,
     PutSubscriptionFilter,
     CreateLogStream,
+    GetLogEvents,
     PutLogEvents,
 }
 
@@ -99,11 +114,12 @@ where
     }
 }
 
-/// Groups and streams this process has ensured.
+/// Groups and streams this process has ensured; each stream with its tail when it existed
+/// before this process wrote to it.
 #[derive(Debug, Default)]
 struct Ensured {
     groups: HashSet<String>,
-    streams: HashSet<(String, String)>,
+    streams: HashMap<(String, String), Option<Tail>>,
 }
 
 /// Section 5's log groups, written through one client.
@@ -127,6 +143,16 @@ impl LogSink {
 
     fn ensured(&self) -> MutexGuard<'_, Ensured> {
         self.ensured.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `events` less those `stream` held before this process first wrote to it (see [`Tail`]);
+    /// all of them if this process made it. The stream is to be ensured first.
+    pub fn unseen(&self, group: &str, stream: &str, events: Vec<Event>) -> Vec<Event> {
+        let key = (group.to_owned(), stream.to_owned());
+        match self.ensured().streams.get_mut(&key) {
+            Some(Some(tail)) => tail.unseen(events),
+            _ => events,
+        }
     }
 
     /// Puts `events` (one call's, in order) into `group`'s `stream`, ensuring both first.
@@ -189,13 +215,14 @@ impl LogSink {
             .remove(&(group.to_owned(), stream.to_owned()));
     }
 
-    async fn ensure(&self, group: &str, stream: &str) -> Result<(), SinkError> {
+    /// Ensures `group` and its `stream`, once a process; a stream that existed has its tail read.
+    pub async fn ensure(&self, group: &str, stream: &str) -> Result<(), SinkError> {
         if !self.ensured().groups.contains(group) {
             self.ensure_group(group).await?;
             self.ensured().groups.insert(group.to_owned());
         }
         let key = (group.to_owned(), stream.to_owned());
-        if self.ensured().streams.contains(&key) {
+        if self.ensured().streams.contains_key(&key) {
             return Ok(());
         }
         let created = self
@@ -205,20 +232,64 @@ impl LogSink {
             .log_stream_name(stream)
             .send()
             .await;
-        match created {
+        let tail = match created {
+            Ok(_) => None,
             Err(error)
-                if !error
+                if error
                     .as_service_error()
                     .is_some_and(|error| error.is_resource_already_exists_exception()) =>
             {
-                self.forget(group, stream);
-                Err(failed(Operation::CreateLogStream, error))
+                Some(self.read_tail(group, stream).await?)
             }
-            _ => {
-                self.ensured().streams.insert(key);
-                Ok(())
+            Err(error) => {
+                self.forget(group, stream);
+                return Err(failed(Operation::CreateLogStream, error));
+            }
+        };
+        let mut ensured = self.ensured();
+        match tail {
+            // Made by this process (a concurrent first write may have read it meanwhile): all
+            // it holds, this process wrote.
+            None => {
+                ensured.streams.insert(key, None);
+            }
+            Some(tail) => {
+                ensured.streams.entry(key).or_insert(Some(tail));
             }
         }
+        Ok(())
+    }
+
+    /// The stream's last events, at most [`TAIL_EVENTS`]; empty pages followed back a few times.
+    async fn read_tail(&self, group: &str, stream: &str) -> Result<Tail, SinkError> {
+        let mut token: Option<String> = None;
+        for _ in 0..TAIL_READS {
+            let page = self
+                .client
+                .get_log_events()
+                .log_group_name(group)
+                .log_stream_name(stream)
+                .start_from_head(false)
+                .limit(TAIL_EVENTS)
+                .set_next_token(token.clone())
+                .send()
+                .await
+                .map_err(|error| failed(Operation::GetLogEvents, error))?;
+            let events = page.events();
+            if !events.is_empty() {
+                let whole = events.len() < TAIL_EVENTS as usize;
+                let read = events
+                    .iter()
+                    .filter_map(|event| Some((event.timestamp()?, event.message()?)));
+                return Ok(Tail::new(read, whole));
+            }
+            let older = page.next_backward_token();
+            if older.is_none() || older == token.as_deref() {
+                break;
+            }
+            token = older.map(str::to_owned);
+        }
+        Ok(Tail::new([], true))
     }
 
     /// Creates the group (one that exists is fine), sets its retention and its subscription

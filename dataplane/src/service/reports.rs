@@ -129,8 +129,21 @@ impl Reports for AwsReports {
         if !oversized.is_empty() {
             tracing::warn!(%group, %stream, count = oversized.len(), "lines too long for CloudWatch Logs left out");
         }
+        if events.is_empty() {
+            return;
+        }
         // A call's events in chronological order; lines of one millisecond keep theirs.
         events.sort_by_key(|(_, at, _)| *at);
+        // Lines a stream holds already (read again by a restarted data plane) left out, once.
+        if let Err(error) = attempted("lines", || self.sink.ensure(&group, &stream)).await {
+            tracing::error!(%group, %stream, lines = events.len(), %error, "lines were given up");
+            return;
+        }
+        let count = events.len();
+        let events = self.sink.unseen(&group, &stream, events);
+        if events.len() < count {
+            tracing::info!(%group, %stream, count = count - events.len(), "lines already in the stream left out");
+        }
         let calls = log_sink::calls(&events);
         for (i, call) in calls.iter().enumerate() {
             let sent = attempted("lines", || self.sink.put(&group, &stream, call)).await;
