@@ -154,6 +154,8 @@ impl Inbox {
         let mut failures = 0;
         loop {
             let received = tokio::select! {
+                // A stop asked for while a batch was handed over ends the loop before another.
+                biased;
                 () = &mut shutdown => return Ok(()),
                 received = self.receive() => received,
             };
