@@ -88,4 +88,17 @@ pub trait Engine: Send + Sync + 'static {
         replica: &ReplicaId,
         since: Option<OffsetDateTime>,
     ) -> BoxStream<'static, Result<LogLine, EngineError>>;
+
+    /// Releases what the engine keeps for a deployment outside its replicas (on ECS its secret
+    /// values and task definition revisions). The reconciler asks once none of the deployment's
+    /// replicas is listed and it is gone for good (superseded and drained, or its agent
+    /// deleted); a deployment already retired, or never run, is not an error. A later `run` of
+    /// the deployment writes again what it needs.
+    ///
+    /// By default nothing: Docker keeps a replica's values in its container only, so they go
+    /// with `stop`'s removal; an engine wrapping another must forward this.
+    fn retire(&self, deployment_id: &str) -> impl Future<Output = Result<(), EngineError>> + Send {
+        let _ = deployment_id;
+        std::future::ready(Ok(()))
+    }
 }

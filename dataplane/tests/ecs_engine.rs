@@ -287,15 +287,24 @@ async fn a_replicas_lines_are_read_from_its_log_stream_until_it_is_stopped() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retired_deployments_secrets_are_deleted() {
+async fn a_retired_deployments_secrets_are_deleted_and_its_revisions_deregistered() {
     let moto = Moto::start();
     let engine = moto.engine();
-    let replica = bounded("run", engine.run(&spec("stack", "acme", "dep-1")))
+    bounded("run", engine.run(&spec("stack", "acme", "dep-1")))
         .await
         .unwrap();
-    bounded("stop", engine.stop(&replica, STOP_GRACE))
+    // Another process registers a revision of its own; dep-10 shares dep-1's family prefix.
+    bounded("run", moto.engine().run(&spec("stack", "acme", "dep-1")))
         .await
         .unwrap();
+    bounded("run", engine.run(&spec("stack", "acme", "dep-10")))
+        .await
+        .unwrap();
+    for replica in engine.list("stack").await.unwrap() {
+        bounded("stop", engine.stop(&replica.id, STOP_GRACE))
+            .await
+            .unwrap();
+    }
     let secrets = moto.clients().secrets;
     let names = [
         "agent-hosting/test-stack/dep-1/env",
@@ -309,6 +318,7 @@ async fn a_retired_deployments_secrets_are_deleted() {
             .await
             .unwrap();
     }
+    assert_eq!(revisions(&moto, "ah-dep-1", "ACTIVE").await, 2);
 
     bounded("retire", engine.retire("dep-1")).await.unwrap();
     for name in names {
@@ -320,10 +330,58 @@ async fn a_retired_deployments_secrets_are_deleted() {
             "{name} is deleted"
         );
     }
-    // Retiring again is no error.
+    assert_eq!(revisions(&moto, "ah-dep-1", "ACTIVE").await, 0);
+    assert_eq!(revisions(&moto, "ah-dep-1", "INACTIVE").await, 2);
+    assert_eq!(
+        revisions(&moto, "ah-dep-10", "ACTIVE").await,
+        1,
+        "not dep-10's"
+    );
+    secrets
+        .describe_secret()
+        .secret_id("agent-hosting/test-stack/dep-10/env")
+        .send()
+        .await
+        .expect("dep-10's secret is kept");
+    // Retiring again is no error; a later run writes and registers again.
     bounded("retire again", engine.retire("dep-1"))
         .await
         .unwrap();
+    bounded(
+        "run after retire",
+        engine.run(&spec("stack", "acme", "dep-1")),
+    )
+    .await
+    .unwrap();
+    secrets
+        .describe_secret()
+        .secret_id(names[0])
+        .send()
+        .await
+        .expect("written again");
+    assert_eq!(revisions(&moto, "ah-dep-1", "ACTIVE").await, 1);
+}
+
+/// How many of the family's revisions have `status` (moto matches the family exactly).
+async fn revisions(moto: &Moto, family: &str, status: &str) -> usize {
+    let listed = moto
+        .clients()
+        .ecs
+        .list_task_definitions()
+        .family_prefix(family)
+        .status(status.into())
+        .send()
+        .await
+        .unwrap();
+    listed
+        .task_definition_arns()
+        .iter()
+        .filter(|arn| {
+            let name = arn.rsplit_once('/').map_or("", |(_, name)| name);
+            name.rsplit_once(':')
+                .is_some_and(|(named, _)| named == family)
+        })
+        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

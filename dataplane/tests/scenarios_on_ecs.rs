@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use data_plane::ecs::{EcsClients, EcsEngine};
+use aws_sdk_ecs::types::TaskDefinitionStatus;
+use data_plane::ecs::secrets::{self, Part};
+use data_plane::ecs::{EcsClients, EcsEngine, definition};
 use data_plane::engine::{Engine, EngineError, LogLine, RunError};
 use data_plane::reconciler::Config;
 use data_plane::replica::{ExitReason, ReplicaId, ReplicaSpec, ReplicaStatus, ReplicaView};
@@ -116,11 +118,15 @@ impl Engine for EcsWithAgents {
             None => stream::iter([Err(EngineError::NoSuchReplica(replica.clone()))]).boxed(),
         }
     }
+
+    async fn retire(&self, deployment_id: &str) -> Result<(), EngineError> {
+        self.ecs.retire(deployment_id).await
+    }
 }
 
 struct OnEcs {
     engine: Arc<EcsWithAgents>,
-    _moto: Moto,
+    moto: Moto,
 }
 
 fn ecs() -> OnEcs {
@@ -133,7 +139,7 @@ fn ecs() -> OnEcs {
             agents: FakeEngine::new(),
             agent_of: Mutex::new(HashMap::new()),
         }),
-        _moto: moto,
+        moto,
     }
 }
 
@@ -205,6 +211,40 @@ impl Harness for OnEcs {
         if let Some(agent) = self.engine.agent(id) {
             self.engine.agents.kill(&agent, ExitReason::OomKilled);
         }
+    }
+
+    /// Its env secret gone from moto's Secrets Manager, and its task definition revisions all
+    /// INACTIVE.
+    async fn released(&self, deployment_id: &str) -> Option<bool> {
+        let clients = &self.engine.clients;
+        let name = secrets::name(&self.moto.config(), deployment_id, Part::Env);
+        let described = clients
+            .secrets
+            .describe_secret()
+            .secret_id(name)
+            .send()
+            .await;
+        let secret_gone = described.is_err_and(|err| {
+            err.as_service_error()
+                .is_some_and(|err| err.is_resource_not_found_exception())
+        });
+        let family = definition::family(deployment_id);
+        let mut revisions = [0, 0];
+        for (status, count) in [TaskDefinitionStatus::Active, TaskDefinitionStatus::Inactive]
+            .into_iter()
+            .zip(&mut revisions)
+        {
+            let listed = clients
+                .ecs
+                .list_task_definitions()
+                .family_prefix(&family)
+                .status(status)
+                .send()
+                .await
+                .expect("moto lists task definitions");
+            *count = listed.task_definition_arns().len();
+        }
+        Some(secret_gone && revisions[0] == 0 && revisions[1] > 0)
     }
 }
 

@@ -68,6 +68,10 @@ impl Engine for SlowRuns {
     ) -> BoxStream<'static, Result<LogLine, EngineError>> {
         self.0.logs(replica, since)
     }
+
+    fn retire(&self, deployment_id: &str) -> impl Future<Output = Result<(), EngineError>> + Send {
+        self.0.retire(deployment_id)
+    }
 }
 
 struct Fake<E> {
@@ -149,6 +153,16 @@ impl<E: OnFake> Harness for Fake<E> {
     async fn oom_kill(&self, id: &ReplicaId) {
         self.engine.fake().kill(id, ExitReason::OomKilled);
     }
+
+    /// The FakeEngine answered a retire of it (it keeps nothing else to look at).
+    async fn released(&self, deployment_id: &str) -> Option<bool> {
+        let retires = self.engine.fake().retires();
+        Some(
+            retires
+                .iter()
+                .any(|asked| asked.deployment_id == deployment_id && !asked.failed),
+        )
+    }
 }
 
 data_plane::every_scenario!(fake());
@@ -170,4 +184,43 @@ mod slow_runs {
         a_cold_start_is_cold_start_true,
         a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
     );
+}
+
+/// A retire the engine fails is tried again, after the failures' backoff, until it answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_retire_is_tried_again_until_the_engine_answers() {
+    use data_plane::testing::scenarios::{Running, agent};
+
+    let harness = fake();
+    let running = Running::start(&harness, &[]).await;
+    let agent = agent("retried");
+    let old = running.ready_deployment(&harness, &agent, (1, 2)).await;
+    harness.engine.fail_retires(2);
+    let new = running.ready_deployment(&harness, &agent, (1, 2)).await;
+    running.until_replicas(&old, 0).await;
+    let retried = tokio::time::timeout(data_plane::testing::scenarios::WAIT, async {
+        while harness.released(&old).await != Some(true) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(retried.is_ok(), "never retired after two failures");
+    let asks: Vec<bool> = (harness.engine.retires().into_iter())
+        .filter(|asked| asked.deployment_id == old)
+        .map(|asked| asked.failed)
+        .collect();
+    assert_eq!(
+        asks,
+        [true, true, false],
+        "asked again until it answered, then no more"
+    );
+    assert!(
+        harness
+            .engine
+            .retires()
+            .iter()
+            .all(|asked| asked.replicas_left == 0)
+    );
+    assert!(running.engine.retired(&new).is_empty());
+    running.finish().await;
 }

@@ -4,12 +4,14 @@
 //! concerns, each its own file: the task definition ([`definition`]), the secret values
 //! written where the definition names them ([`secrets`]), tasks listed and their ends
 //! classified ([`tasks`]), ECS's Task State Change events read the same way ([`events`]), the
-//! lines read back from CloudWatch Logs ([`logs`]), the SDKs' failures ([`error`]).
+//! lines read back from CloudWatch Logs ([`logs`]), a retired deployment's revisions
+//! deregistered ([`revisions`]), the SDKs' failures ([`error`]).
 
 pub mod definition;
 mod error;
 pub mod events;
 mod logs;
+mod revisions;
 pub mod secrets;
 pub mod tasks;
 
@@ -271,13 +273,6 @@ impl EcsEngine {
             removed.retain(|replica| listed.binary_search(&replica.0).is_ok());
         }
     }
-
-    /// A deployment none of whose replicas runs any more: its secrets deleted (ECS keeps its
-    /// task definitions' revisions; deregistering them is left to the stack's cleanup).
-    pub async fn retire(&self, deployment_id: &str) -> Result<(), EngineError> {
-        self.registered.lock().await.remove(deployment_id);
-        secrets::delete(&self.clients.secrets, &self.config, deployment_id).await
-    }
 }
 
 /// A hash of everything a task definition and its secrets are written from.
@@ -371,5 +366,17 @@ impl Engine for EcsEngine {
             replica.clone(),
             since,
         )
+    }
+
+    /// Deletes the deployment's secrets, then deregisters its task definition revisions. The
+    /// secrets first: they are what costs ($0.40 a secret-month) and what keeps a rotated set's
+    /// values in a second place. Forgotten here first, so that a later `run` writes and
+    /// registers them again.
+    async fn retire(&self, deployment_id: &str) -> Result<(), EngineError> {
+        self.registered.lock().await.remove(deployment_id);
+        secrets::delete(&self.clients.secrets, &self.config, deployment_id).await?;
+        revisions::deregister(&self.clients.ecs, deployment_id).await?;
+        tracing::info!(%deployment_id, "deployment retired");
+        Ok(())
     }
 }

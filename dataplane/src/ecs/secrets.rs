@@ -108,6 +108,11 @@ async fn put(
 }
 
 /// Deletes a deployment's secrets (its replicas are all stopped); ones already gone are fine.
+///
+/// Without a recovery window: a window (7-30 days) would keep a rotated set's values in a
+/// second place that long, and bill it; nothing needs them back (the values are the sets'
+/// copies, kept encrypted in the agents table, and a later `run` writes them again), and a
+/// secret pending deletion keeps its name, so that `run` would fail until the window ended.
 pub async fn delete(
     client: &Client,
     config: &EcsConfig,

@@ -214,6 +214,27 @@ impl Deployments {
             .collect()
     }
 
+    /// The deployments superseded by one that has been ready ([`Role::Draining`]): their idle
+    /// replicas stop and none is kept, so each is retired once the last is gone.
+    pub fn drained(&self) -> Vec<String> {
+        let mut newest: HashMap<&AgentRef, &Deployment> = HashMap::new();
+        for deployment in self.by_id.values() {
+            let entry = newest.entry(&deployment.agent).or_insert(deployment);
+            if deployment.order > entry.order {
+                *entry = deployment;
+            }
+        }
+        self.by_id
+            .values()
+            .filter(|deployment| {
+                newest.get(&deployment.agent).is_some_and(|newest| {
+                    newest.order != deployment.order && newest.health.has_been_ready()
+                })
+            })
+            .map(|deployment| deployment.deployment_id.clone())
+            .collect()
+    }
+
     /// What the deployment is to its agent now; `Gone` when unknown.
     pub fn role(&self, deployment_id: &str) -> Role {
         let Some(deployment) = self.by_id.get(deployment_id) else {
@@ -274,9 +295,11 @@ mod tests {
         request(&mut deployments, &agent, "two");
         assert_eq!(deployments.role("two"), Role::Active);
         assert_eq!(deployments.role("one"), Role::Serving);
+        assert!(deployments.drained().is_empty(), "still serving");
         deployments.get_mut("two").unwrap().health.ready();
         assert_eq!(deployments.role("one"), Role::Draining);
         assert_eq!(deployments.role("unknown"), Role::Gone);
+        assert_eq!(deployments.drained(), ["one"]);
     }
 
     #[test]

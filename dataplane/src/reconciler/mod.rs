@@ -9,6 +9,7 @@
 //! - [`failures`]: backoff and the codes a deployment fails with;
 //! - [`sessions`]: claims, hand-overs (to the replica's holder), outcomes and stops;
 //! - [`adoption`]: replicas listed after a restart, and the sessions their holders hold;
+//! - [`retirement`]: a deployment gone for good released from the engine (its secrets);
 //! - [`state`]: what is held in memory (no table: the engine's labels, the holders and this).
 
 mod adoption;
@@ -17,6 +18,7 @@ pub mod failures;
 pub mod plan;
 mod readiness;
 mod reconcile;
+mod retirement;
 pub mod secrets;
 mod sessions;
 mod state;
@@ -237,6 +239,7 @@ where
         let (ids, sessions) = {
             let mut state = self.lock();
             let deployments = state.deployments.retire_agent(agent);
+            state.retirements.agent_deleted(deployments.iter().cloned());
             // Every replica of the agent not already stopping, busy ones included.
             let ids: Vec<ReplicaId> = state
                 .replicas

@@ -39,6 +39,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// Nothing of the deployment runs, starts, stops or waits.
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0 && self.waiting == 0
+    }
+
     /// Every replica, in any phase: what `maxReplicas` bounds.
     fn total(&self) -> u32 {
         count(&self.idle)

@@ -59,6 +59,8 @@ where
         self.poll_readiness().await;
         self.claim_waiting().await;
         self.apply_plans();
+        // After the plans: what they stop is retired once a later listing no longer shows it.
+        self.retire_gone();
     }
 
     /// Folds a listing into the state; the exits it shows, and the replicas of a known
@@ -74,6 +76,9 @@ where
         let mut guard = self.lock();
         let state = &mut *guard;
         let listed: HashSet<ReplicaId> = views.iter().map(|view| view.id.clone()).collect();
+        state.listed = (views.iter())
+            .map(|view| view.labels.deployment_id.clone())
+            .collect();
         for view in views {
             if state.condemned.contains(&view.id) {
                 // In the map while its stop runs; listed after it ended: the stop failed.
@@ -266,6 +271,7 @@ where
                     .collect();
                 for ((id, _), decision) in deployments.iter().zip(decide_agent(cap, &planned)) {
                     if decision.start > 0
+                        && state.retirements.may_start(id)
                         && let Some(deployment) = state.deployments.get_mut(id)
                         && let Some(spec) = deployment.spec(&self.config.stack)
                     {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::deployments::Deployments;
 use super::plan::Running;
+use super::retirement::Retirements;
 use crate::contract::BotRequest;
 use crate::events::AgentRef;
 use crate::replica::{ReplicaId, ReplicaLabels, ReplicaView};
@@ -117,6 +118,9 @@ pub struct State {
     pub waiting: Vec<String>,
     /// Replicas asked to stop: never adopted again, stopped again if still listed.
     pub condemned: HashSet<ReplicaId>,
+    /// The deployments the engine's last listing showed a replica of (exited ones too).
+    pub listed: HashSet<String>,
+    pub retirements: Retirements,
 }
 
 impl State {

@@ -8,9 +8,11 @@
 mod failures;
 mod reserve;
 mod restart;
+mod retire;
 mod rollout;
 mod sessions;
 mod steps;
+mod watched;
 
 pub use failures::{
     a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
@@ -28,6 +30,10 @@ pub use restart::{
     a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
     a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
     a_session_requested_again_after_a_restart_claims_nothing_new,
+};
+pub use retire::{
+    a_deleted_agents_deployments_are_retired_once_their_replicas_are_gone,
+    a_superseded_deployment_is_retired_once_its_last_replica_is_gone_not_before,
 };
 pub use rollout::{
     a_rollout_moves_the_reserve_and_lets_busy_replicas_finish, an_agent_deleted_leaves_no_replica,
@@ -75,6 +81,8 @@ macro_rules! every_scenario {
             a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
             a_data_plane_restarted_after_the_session_ended_reports_its_end_once,
             a_session_requested_again_after_a_restart_claims_nothing_new,
+            a_superseded_deployment_is_retired_once_its_last_replica_is_gone_not_before,
+            a_deleted_agents_deployments_are_retired_once_their_replicas_are_gone,
         );
     };
 }
@@ -112,6 +120,7 @@ use crate::engine::Engine;
 use crate::events::{AgentRef, ControlEvent};
 use crate::reconciler::{Config, DataPlane};
 use crate::replica::{Limits, ReplicaId, ReplicaLabels, ReplicaStatus, ReplicaView};
+pub use watched::{Retired, Watched};
 
 /// What a replica was started with, as its engine holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,6 +153,14 @@ pub trait Harness: Send + Sync {
     fn sessions_of(&self, id: &ReplicaId) -> impl Future<Output = Vec<String>> + Send;
     /// Kills the replica as the kernel does when it runs out of memory.
     fn oom_kill(&self, id: &ReplicaId) -> impl Future<Output = ()> + Send;
+    /// Whether what the engine keeps for the deployment outside its replicas is released (on
+    /// ECS its secrets deleted and its task definition revisions INACTIVE). `None` on an engine
+    /// that keeps nothing (Docker): the scenarios then see only that it was asked
+    /// ([`Watched`]).
+    fn released(&self, deployment_id: &str) -> impl Future<Output = Option<bool>> + Send {
+        let _ = deployment_id;
+        std::future::ready(None)
+    }
 }
 
 /// The bound of every wait for something the data plane does on its own.
@@ -151,13 +168,13 @@ pub const WAIT: Duration = Duration::from_secs(20);
 const NAMESPACE: &str = "tiny-ferret-1";
 const REGION: &str = "us-west-2";
 
-type Plane<H> = DataPlane<<H as Harness>::E, MemoryStore, FakeKms, RecordingReports>;
+type Plane<H> = DataPlane<Watched<<H as Harness>::E>, MemoryStore, FakeKms, RecordingReports>;
 
 /// A data plane running on the harness's engine, its own stack, store and reports.
 pub struct Running<H: Harness> {
     pub plane: Arc<Plane<H>>,
     pub reports: Arc<RecordingReports>,
-    pub engine: Arc<H::E>,
+    pub engine: Arc<Watched<H::E>>,
     pub stack: String,
     loop_task: JoinHandle<()>,
     /// The `Deployment Requested` events taken, to deliver again after a restart.
@@ -241,7 +258,7 @@ impl<H: Harness> Running<H> {
                 .expect("the set is written");
         }
         let reports = Arc::new(RecordingReports::default());
-        let engine = harness.engine();
+        let engine = Arc::new(Watched::new(harness.engine(), &stack));
         let mut config = harness.config(&stack);
         tweak(&mut config);
         let plane = DataPlane::new(config, engine.clone(), store, kms, reports.clone());

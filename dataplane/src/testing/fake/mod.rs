@@ -52,6 +52,19 @@ struct State {
     next_id: u64,
     runs: usize,
     replicas: BTreeMap<ReplicaId, Replica>,
+    retires: Vec<RetireAsked>,
+    /// How many of the next retires fail.
+    failing_retires: u32,
+}
+
+/// A `retire` the engine was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetireAsked {
+    pub deployment_id: String,
+    /// The deployment's replicas the engine still had (exited ones too): none, if asked right.
+    pub replicas_left: usize,
+    /// Whether it answered an error (see [`FakeEngine::fail_retires`]).
+    pub failed: bool,
 }
 
 struct Replica {
@@ -143,6 +156,16 @@ impl FakeEngine {
     /// a crash, an OOM kill or a lost host.
     pub fn kill(&self, id: &ReplicaId, reason: ExitReason) {
         self.shared.exit(id, reason);
+    }
+
+    /// Every `retire` asked, in order.
+    pub fn retires(&self) -> Vec<RetireAsked> {
+        self.shared.state().retires.clone()
+    }
+
+    /// The next `n` retires answer `Unavailable`, as a throttled or absent AWS would.
+    pub fn fail_retires(&self, n: u32) {
+        self.shared.state().failing_retires = n;
     }
 
     /// How many times `run` was called (pull failures too).
@@ -280,6 +303,25 @@ impl Engine for FakeEngine {
             None => Box::pin(futures_util::stream::once(std::future::ready(Err(
                 EngineError::NoSuchReplica(id.clone()),
             )))),
+        }
+    }
+
+    /// Records the ask (the fake keeps nothing per deployment to release).
+    async fn retire(&self, deployment_id: &str) -> Result<(), EngineError> {
+        let mut state = self.shared.state();
+        let replicas_left = (state.replicas.values())
+            .filter(|replica| replica.spec.labels.deployment_id == deployment_id)
+            .count();
+        let failed = state.failing_retires > 0;
+        state.failing_retires = state.failing_retires.saturating_sub(1);
+        state.retires.push(RetireAsked {
+            deployment_id: deployment_id.to_owned(),
+            replicas_left,
+            failed,
+        });
+        match failed {
+            true => Err(EngineError::Unavailable("a failing retire (fake)".into())),
+            false => Ok(()),
         }
     }
 }

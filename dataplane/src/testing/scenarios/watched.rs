@@ -1,0 +1,96 @@
+//! The harness's engine as the scenarios' data plane sees it, with each `retire` it is asked
+//! recorded beside the deployment's replicas the engine listed at that moment: on every engine
+//! (Docker's retire releases nothing) a scenario sees whether, and when, the reconciler asked.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::stream::BoxStream;
+use time::OffsetDateTime;
+
+use crate::engine::{Engine, EngineError, LogLine, RunError};
+use crate::replica::{ReplicaId, ReplicaSpec, ReplicaView};
+
+/// A `retire` asked of the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retired {
+    pub deployment_id: String,
+    /// The deployment's replicas the engine listed when asked (exited ones too): none, if the
+    /// reconciler asked at the right moment.
+    pub listed: usize,
+    pub answered: Result<(), String>,
+}
+
+/// The harness's engine, every call passed on.
+pub struct Watched<E> {
+    inner: Arc<E>,
+    stack: String,
+    retired: Mutex<Vec<Retired>>,
+}
+
+impl<E: Engine> Watched<E> {
+    pub fn new(inner: Arc<E>, stack: &str) -> Self {
+        Watched {
+            inner,
+            stack: stack.to_owned(),
+            retired: Mutex::default(),
+        }
+    }
+
+    /// Every `retire` of the deployment asked so far.
+    pub fn retired(&self, deployment_id: &str) -> Vec<Retired> {
+        let retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
+        (retired.iter())
+            .filter(|retired| retired.deployment_id == deployment_id)
+            .cloned()
+            .collect()
+    }
+}
+
+impl<E: Engine> Engine for Watched<E> {
+    fn run(&self, spec: &ReplicaSpec) -> impl Future<Output = Result<ReplicaId, RunError>> + Send {
+        self.inner.run(spec)
+    }
+
+    fn stop(
+        &self,
+        replica: &ReplicaId,
+        grace: Duration,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send {
+        self.inner.stop(replica, grace)
+    }
+
+    fn list(
+        &self,
+        stack: &str,
+    ) -> impl Future<Output = Result<Vec<ReplicaView>, EngineError>> + Send {
+        self.inner.list(stack)
+    }
+
+    fn logs(
+        &self,
+        replica: &ReplicaId,
+        since: Option<OffsetDateTime>,
+    ) -> BoxStream<'static, Result<LogLine, EngineError>> {
+        self.inner.logs(replica, since)
+    }
+
+    async fn retire(&self, deployment_id: &str) -> Result<(), EngineError> {
+        let listed = match self.inner.list(&self.stack).await {
+            Ok(views) => (views.iter())
+                .filter(|view| view.labels.deployment_id == deployment_id)
+                .count(),
+            // Not known: counted as listed, so that the scenario sees it.
+            Err(_) => usize::MAX,
+        };
+        let answered = self.inner.retire(deployment_id).await;
+        let retired = Retired {
+            deployment_id: deployment_id.to_owned(),
+            listed,
+            answered: answered.as_ref().map(|_| ()).map_err(ToString::to_string),
+        };
+        (self.retired.lock().unwrap_or_else(PoisonError::into_inner)).push(retired);
+        answered
+    }
+}
