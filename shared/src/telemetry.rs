@@ -8,10 +8,14 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 pub fn init() {
+    init_as(std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json")));
+}
+
+/// [`init`] for a process that is not a function (the data plane's service): JSON when `json`.
+pub fn init_as(json: bool) {
     let directives = std::env::var("AWS_LAMBDA_LOG_LEVEL")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_default();
-    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     let layer = tracing_subscriber::fmt::layer()
         .with_target(false)
         // CloudWatch adds its own timestamp.
