@@ -36,7 +36,8 @@ const ECS_TICK: Duration = Duration::from_secs(5);
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    shared::telemetry::init();
+    // JSON lines, as the functions write them: awslogs keeps them whole, Logs Insights reads the fields.
+    shared::telemetry::init_as(true);
     match serve().await {
         Ok(signal) => {
             tracing::info!(signal, "the data plane stopped; its replicas run on");
