@@ -25,7 +25,7 @@ export ACCOUNTS_TABLE ?= accounts
 export LOGS_TABLE ?= logs
 export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
 
-.PHONY: help tools run sam-local test e2e validate build schemathesis fuzz bench api-key logs-cost lint fmt clean
+.PHONY: help tools run sam-local test e2e validate build images images-push schemathesis fuzz bench api-key logs-cost lint fmt clean
 
 help:
 	@echo "make run      start the API on http://127.0.0.1:$(PORT)/v1 with DynamoDB Local, print a dev API key"
@@ -39,6 +39,8 @@ help:
 	@echo "              a 5,000 lines/s load's write units per key, lines read per page"
 	@echo "make validate sam validate --lint, cfn-lint and checkov on template.yaml"
 	@echo "make build    sam build: arm64 release bootstrap of every function (6-10 min a build)"
+	@echo "make images   the platform's two arm64 images for AWS (holder, data plane), tagged with HEAD's commit"
+	@echo "make images-push   the same, pushed to ECR agent-hosting-platform; prints DataPlaneImageTag/HolderImageTag"
 	@echo "make schemathesis   schemathesis against the local service (also in make test; SCHEMATHESIS_EXAMPLES=300)"
 	@echo "make bench    cold init, latency and sizes of the release binaries (BENCH_STARTS=21, BENCH_REQUESTS=200, BASELINE=rev)"
 	@echo "             then the data plane on Docker: create -> ready, warm and cold starts, beside docker run (scripts/e2e.sh watch dataplane-bench)"
@@ -47,6 +49,13 @@ help:
 
 tools:
 	@scripts/local.sh tools
+
+# The platform's images for AWS from HEAD as committed (scripts/images.sh; docs/operations.md).
+images:
+	@scripts/images.sh build
+
+images-push:
+	@scripts/images.sh push
 
 run:
 	@scripts/serve.sh watch "$(PORT)" "$(DYNAMODB_PORT)"
