@@ -64,6 +64,24 @@ impl MotoServer {
         run(Command::new(python).args(["-c", script, &self.endpoint]))
     }
 
+    /// What a stack gives the ECS engine (scripts/moto-ecs-fixture.py: a VPC, a subnet, the
+    /// tasks' security group, `cluster`; tasks kept RUNNING until stopped): its JSON.
+    #[allow(dead_code)] // the ECS suites use it, the reports suite does not
+    pub fn ecs_fixture(&self, cluster: &str) -> serde_json::Value {
+        let python = workspace().join(".local/moto-venv/bin/python");
+        let fixture = workspace().join("scripts/moto-ecs-fixture.py");
+        let printed = run(Command::new(python)
+            .arg(fixture)
+            .args([&self.endpoint, cluster]));
+        serde_json::from_str(&printed).unwrap()
+    }
+
+    /// The server's endpoint (what a process is given as `AWS_ENDPOINT_URL`).
+    #[allow(dead_code)] // the service binary's suite uses it
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
     /// A Lambda function (a role and an empty zip; moto never runs it), its ARN.
     pub fn lambda_function(&self, name: &str) -> String {
         self.python(&format!(
