@@ -2,16 +2,18 @@
 //! redrive policy to a dead-letter queue (maxReceiveCount 5, as the template's), the events
 //! delivered as EventBridge delivers them, a plane that records what it is handed.
 
-use std::path::PathBuf;
-use std::process::Command;
+// This suite uses moto's start and SDK configuration alone.
+#[allow(dead_code)]
+mod moto_server;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_sdk_sqs::config::{Credentials, Region, SharedCredentialsProvider};
 use aws_sdk_sqs::types::QueueAttributeName;
 use data_plane::events::ControlEvent;
 use data_plane::service::inbox::{Inbox, InboxError, Plane};
+use moto_server::MotoServer;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -21,60 +23,6 @@ const MAX_RECEIVE_COUNT: u32 = 5;
 /// Bounds of the waits below (never asserted as timings).
 const WAIT: Duration = Duration::from_secs(60);
 const PAUSE: Duration = Duration::from_millis(100);
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn local_sh(args: &[&str]) -> String {
-    let output = Command::new(workspace().join("scripts/local.sh"))
-        .args(args)
-        .current_dir(workspace())
-        .output()
-        .unwrap_or_else(|err| panic!("scripts/local.sh {args:?}: {err}"));
-    assert!(
-        output.status.success(),
-        "scripts/local.sh {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
-
-/// moto's server of the test's own.
-struct Moto {
-    endpoint: String,
-    pid: String,
-}
-
-impl Moto {
-    fn start() -> Self {
-        let port = local_sh(&["free-port"]);
-        let pid = local_sh(&["moto-start", &port]);
-        Moto {
-            endpoint: format!("http://127.0.0.1:{port}"),
-            pid,
-        }
-    }
-
-    fn sqs(&self) -> aws_sdk_sqs::Client {
-        let config = aws_config::SdkConfig::builder()
-            .behavior_version(aws_config::BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-                "local", "local", None, None, "moto",
-            )))
-            .endpoint_url(&self.endpoint)
-            .http_client(shared::aws::http_client(shared::aws::Trust::System))
-            .build();
-        aws_sdk_sqs::Client::new(&config)
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.pid]).status();
-    }
-}
 
 /// What the inbox handed over.
 #[derive(Default)]
@@ -105,7 +53,7 @@ impl Recorded {
 
 /// An inbox queue and its dead-letter queue, the inbox's loop running over them.
 struct Setup {
-    _moto: Moto,
+    _moto: MotoServer,
     sqs: aws_sdk_sqs::Client,
     inbox: String,
     dead_letters: String,
@@ -116,8 +64,8 @@ struct Setup {
 
 impl Setup {
     async fn start() -> Self {
-        let moto = Moto::start();
-        let sqs = moto.sqs();
+        let moto = MotoServer::start();
+        let sqs = aws_sdk_sqs::Client::new(&moto.sdk_config());
         let dead_letters = create_queue(&sqs, "data-plane-inbox-dlq", &[]).await;
         let dlq_arn = sqs
             .get_queue_attributes()

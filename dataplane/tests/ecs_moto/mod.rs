@@ -1,71 +1,37 @@
-//! moto's server of a test's own (scripts/local.sh), with what a stack gives the ECS engine:
-//! a VPC, subnet, security group and cluster (scripts/moto-ecs-fixture.py).
+//! moto's server of a test's own (moto_server's start and SDK configuration), with what a stack
+//! gives the ECS engine: a VPC, subnet, security group and cluster (scripts/moto-ecs-fixture.py).
 
-use std::path::PathBuf;
-use std::process::Command;
+// The ECS suites use a part of it (not the Lambda function the reports suite makes).
+#[allow(dead_code)]
+#[path = "../moto_server/mod.rs"]
+mod moto_server;
+
 use std::time::Duration;
 
-use aws_sdk_ecs::config::{Credentials, Region, SharedCredentialsProvider};
 use data_plane::ecs::{EcsClients, EcsConfig, EcsEngine};
+use moto_server::MotoServer;
 
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn run(program: &PathBuf, args: &[&str]) -> String {
-    let output = Command::new(program)
-        .args(args)
-        .current_dir(workspace())
-        .output()
-        .unwrap_or_else(|err| panic!("{program:?} {args:?}: {err}"));
-    assert!(
-        output.status.success(),
-        "{program:?} {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
-
-/// moto's server of the test's own, with the network and cluster a stack gives the engine.
+/// moto's server of the test's own, with the network and cluster a stack gives the engine;
+/// stopped when dropped.
 pub struct Moto {
-    endpoint: String,
-    pid: String,
+    server: MotoServer,
     subnet: String,
     security_group: String,
 }
 
 impl Moto {
     pub fn start() -> Self {
-        let local_sh = workspace().join("scripts/local.sh");
-        let port = run(&local_sh, &["free-port"]);
-        let pid = run(&local_sh, &["moto-start", &port]);
-        let endpoint = format!("http://127.0.0.1:{port}");
-        let python = workspace().join(".local/moto-venv/bin/python");
-        let fixture = workspace().join("scripts/moto-ecs-fixture.py");
-        let fixture = run(
-            &python,
-            &[&fixture.to_string_lossy(), &endpoint, "agent-hosting"],
-        );
-        let fixture: serde_json::Value = serde_json::from_str(&fixture).unwrap();
+        let server = MotoServer::start();
+        let fixture = server.ecs_fixture("agent-hosting");
         Moto {
-            endpoint,
-            pid,
+            server,
             subnet: fixture["subnet"].as_str().unwrap().to_owned(),
             security_group: fixture["securityGroup"].as_str().unwrap().to_owned(),
         }
     }
 
     pub fn clients(&self) -> EcsClients {
-        let config = aws_config::SdkConfig::builder()
-            .behavior_version(aws_config::BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-                "local", "local", None, None, "moto",
-            )))
-            .endpoint_url(&self.endpoint)
-            .http_client(shared::aws::http_client(shared::aws::Trust::System))
-            .build();
-        EcsClients::new(&config)
+        EcsClients::new(&self.server.sdk_config())
     }
 
     pub fn config(&self) -> EcsConfig {
@@ -88,11 +54,5 @@ impl Moto {
 
     pub fn engine(&self) -> EcsEngine {
         EcsEngine::new(self.clients(), self.config())
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.pid]).status();
     }
 }

@@ -1,6 +1,8 @@
-//! moto's server of a test's own (scripts/local.sh), for the service's AWS APIs (EventBridge,
-//! SQS, CloudWatch Logs, Lambda). Its Docker is pointed nowhere: a Lambda function moto would
-//! run (a log group's subscription delivering lines) then fails at once, and moto goes on.
+//! moto's server of a test's own (scripts/local.sh), the one way every suite starts it (the
+//! ECS suites through ecs_moto, which adds the stack's network and cluster), and the SDKs'
+//! configuration for it. Its Docker is pointed nowhere: a Lambda function moto would run (a log
+//! group's subscription delivering lines) then fails at once, and moto goes on; its ECS runs no
+//! container anyway.
 
 use std::path::PathBuf;
 use std::process::Command;
