@@ -139,6 +139,7 @@ fn the_data_plane_runs_stops_and_lists_tasks_only_in_its_cluster() {
             "ecs:registertaskdefinition",
             "ecs:describetaskdefinition",
             "ecs:deregistertaskdefinition",
+            "ecs:listtaskdefinitions",
         ];
         let cluster = &statement["Condition"]["ArnEquals"]["ecs:cluster"];
         if acts.iter().all(|a| definitions.contains(&a.as_str())) {
