@@ -543,7 +543,6 @@ async fn the_binary_wired_as_ecs_runs_it_keeps_reserves_from_its_inbox_and_leave
 /// answer starts a second reserve beside the first and never stops the first (reported to the
 /// lead; src/reconciler/ is not this suite's to change).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a second reserve is started while the first's holders do not answer (reconciler)"]
 async fn a_second_binary_starts_no_second_reserve_beside_the_one_it_adopts() {
     let stack = Stack::create().await;
     let reserve = a_reserve_left_on_sigterm(&stack).await;

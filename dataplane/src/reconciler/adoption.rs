@@ -4,6 +4,13 @@
 //! to the session's stream from the hand-over on, `started` is reported (the status function
 //! drops a repeat) and its end is awaited and reported once, as if this data plane had handed
 //! it over.
+//!
+//! A replica whose holder does not answer (unreachable, an error, or no address listed yet)
+//! stays Adopting: counted in its deployment's reserve and in `maxReplicas` like a starting one
+//! (so no second reserve is started beside it), never handed a session, asked again at every
+//! listing, and stopped, with nothing reported failed (it is the platform's replica, not the
+//! customer's image), once the readiness timeout has passed since it was first listed; the plan
+//! then starts its replacement.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,7 +28,7 @@ use crate::holder::{self, HolderState};
 use crate::ports::Reports;
 use crate::replica::{ReplicaId, ReplicaLabels};
 
-/// How long a holder may take to say what it holds before its replica is left to the next
+/// How long a holder may take to say what it holds before it is asked again at the next
 /// listing (the reconcile pass waits for the answers).
 const ASK_BOUND: Duration = Duration::from_secs(2);
 
@@ -95,27 +102,15 @@ where
                         self.spawn(this.hold_adopted(held));
                     }
                 }
+                // Left Adopting (counted in the reserve, never claimed): asked again at the next
+                // listing, stopped if it has not answered within the readiness timeout.
                 Ok(Err(error)) => {
                     tracing::warn!(replica = %id, %holder, %error, "its holder did not say what it holds: asked again at the next listing");
-                    self.forget_adopting(&id);
                 }
                 Err(_) => {
                     tracing::warn!(replica = %id, %holder, "its holder did not answer in time: asked again at the next listing");
-                    self.forget_adopting(&id);
                 }
             }
-        }
-    }
-
-    /// A replica still being adopted leaves the map, so that the next listing adopts it anew.
-    fn forget_adopting(&self, id: &ReplicaId) {
-        let mut state = self.lock();
-        if state
-            .replicas
-            .get(id)
-            .is_some_and(|replica| replica.phase == Phase::Adopting)
-        {
-            state.replicas.remove(id);
         }
     }
 

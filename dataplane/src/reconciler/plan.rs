@@ -32,6 +32,10 @@ pub struct Running {
     pub launching: u32,
     /// Holding a session.
     pub busy: Vec<ReplicaId>,
+    /// Listed after a restart, their holders not yet saying what they hold: counted like
+    /// starting ones (toward the reserve and `maxReplicas`), but never stopped as surplus, since
+    /// one may hold a session (once it says so, the next plan starts its replacement).
+    pub adopting: Vec<ReplicaId>,
     /// Asked to stop, not gone yet: they still count against `maxReplicas`.
     pub stopping: u32,
     /// Sessions asked of this deployment that wait for a ready replica.
@@ -50,6 +54,7 @@ impl Running {
             + count(&self.starting)
             + self.launching
             + count(&self.busy)
+            + count(&self.adopting)
             + self.stopping
     }
 
@@ -60,7 +65,7 @@ impl Running {
 
     /// Replicas that are, or will be, ready and free.
     fn unheld(&self) -> u32 {
-        count(&self.idle) + count(&self.starting) + self.launching
+        count(&self.idle) + count(&self.starting) + count(&self.adopting) + self.launching
     }
 }
 
@@ -166,11 +171,16 @@ fn reserve(bounds: &Bounds) -> u32 {
 }
 
 fn stop_all(running: &Running) -> Decision {
-    let stop = [&running.idle, &running.starting, &running.busy]
-        .into_iter()
-        .flatten()
-        .cloned()
-        .collect();
+    let stop = [
+        &running.idle,
+        &running.starting,
+        &running.busy,
+        &running.adopting,
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .collect();
     Decision { start: 0, stop }
 }
 

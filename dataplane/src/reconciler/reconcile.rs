@@ -23,6 +23,9 @@ use crate::replica::{
 /// How many of a crashed replica's last lines a `CRASH_LOOP` report carries (then cut to 1 KiB).
 const CRASH_LINES: usize = 20;
 
+/// An Adopting replica whose holder never answered within the readiness timeout.
+struct GaveUp;
+
 /// A replica that is no longer running, and what it was doing.
 struct Exit {
     id: ReplicaId,
@@ -73,6 +76,7 @@ where
     ) -> (Vec<Exit>, Vec<Adoption>) {
         let now = Instant::now();
         let (mut exits, mut strays, mut adoptions) = (Vec::new(), Vec::new(), Vec::new());
+        let mut unanswered = Vec::new();
         let mut guard = self.lock();
         let state = &mut *guard;
         let listed: HashSet<ReplicaId> = views.iter().map(|view| view.id.clone()).collect();
@@ -110,17 +114,29 @@ where
                             .replicas
                             .insert(view.id.clone(), Replica::adopting(view, now));
                     }
-                    // Its holder has no address yet: asked at a later listing.
-                    (true, None) if running => {}
+                    // Its holder has no address yet: Adopting (in the reserve) and asked at a
+                    // later listing that shows one.
+                    (true, None) if running => {
+                        tracing::info!(replica = %view.id, deployment_id = %view.labels.deployment_id, "adopting a replica: its holder has no address yet");
+                        state
+                            .replicas
+                            .insert(view.id.clone(), Replica::adopting(view, now));
+                    }
                     _ => strays.push((view.id, view.labels)),
                 }
                 continue;
             };
             replica.address = view.address.or(replica.address);
             replica.holder = view.holder.or(replica.holder);
-            // A replica being adopted: its holder's answer decides what its exit means.
+            if replica.phase == Phase::Adopting {
+                match self.ask_again(&view, replica, now) {
+                    Ok(adoption) => adoptions.extend(adoption),
+                    Err(GaveUp) => unanswered.push(view.id),
+                }
+                continue;
+            }
             if let ReplicaStatus::Exited(reason) = view.status
-                && !matches!(replica.phase, Phase::Stopping | Phase::Adopting)
+                && replica.phase != Phase::Stopping
             {
                 exits.push(Exit {
                     id: view.id.clone(),
@@ -143,9 +159,16 @@ where
                 });
             }
         }
+        // An Adopting replica no longer listed is gone, whatever it held: nothing to stop.
+        state.replicas.retain(|id, replica| {
+            listed.contains(id)
+                || replica.known_since >= listed_at
+                || replica.phase != Phase::Adopting
+        });
         for exit in &exits {
             state.condemn(&exit.id);
         }
+        unanswered.retain(|id| state.condemn(id));
         for (id, labels) in &strays {
             // Held as stopping until its stop ends, so that one stop runs at a time.
             state.condemned.insert(id.clone());
@@ -163,11 +186,35 @@ where
             .condemned
             .retain(|id| listed.contains(id) || replicas.contains_key(id));
         drop(guard);
+        for id in unanswered {
+            // Not the customer's failure (its holder is the platform's): nothing is reported.
+            tracing::warn!(replica = %id, "its holder never said what it holds within the readiness timeout: stopping it");
+            self.stop_replica(id);
+        }
         for (stray, labels) in strays {
             tracing::info!(replica = %stray, deployment_id = %labels.deployment_id, "stopping a replica no deployment wants");
             self.stop_replica(stray);
         }
         (exits, adoptions)
+    }
+
+    /// A replica still Adopting at this listing (its holder has not said what it holds): asked
+    /// again once its holder has an address, given up on once the readiness timeout has passed
+    /// since it was first listed.
+    fn ask_again(
+        &self,
+        view: &ReplicaView,
+        replica: &Replica,
+        now: Instant,
+    ) -> Result<Option<Adoption>, GaveUp> {
+        if now.duration_since(replica.known_since) > self.config.readiness_timeout {
+            return Err(GaveUp);
+        }
+        Ok(replica.holder.map(|holder| Adoption {
+            id: view.id.clone(),
+            holder,
+            exited: view.status != ReplicaStatus::Running,
+        }))
     }
 
     /// What a replica's exit means: a failure before ready, an idle one to replace, or a

@@ -26,7 +26,8 @@ pub enum Phase {
     /// Asked to stop; gone from the map once the engine removed it.
     Stopping,
     /// Listed without being started by this data plane (it restarted): its holder is asked
-    /// whether it holds a session. Neither claimed nor stopped until it answers.
+    /// whether it holds a session, at every listing until it answers. Never claimed, and
+    /// stopped only if it never answers within the readiness timeout of being first listed.
     Adopting,
 }
 
@@ -134,8 +135,8 @@ impl State {
             match replica.phase {
                 Phase::Starting { .. } => running.starting.push(id.clone()),
                 Phase::Idle => running.idle.push(id.clone()),
-                // A replica being adopted may hold a session: never stopped by the plan meanwhile.
-                Phase::Held { .. } | Phase::Adopting => running.busy.push(id.clone()),
+                Phase::Held { .. } => running.busy.push(id.clone()),
+                Phase::Adopting => running.adopting.push(id.clone()),
                 Phase::Stopping => running.stopping += 1,
             }
         }
@@ -319,7 +320,7 @@ mod tests {
     }
 
     #[test]
-    fn a_replica_being_adopted_is_never_claimed_and_counts_as_busy_until_its_holder_answers() {
+    fn a_replica_being_adopted_is_never_claimed_and_counts_apart_until_its_holder_answers() {
         let mut state = State::default();
         idle(&mut state, "r1");
         let adopting = ReplicaId("r1".into());
@@ -330,11 +331,11 @@ mod tests {
         assert_eq!(state.claim("s1"), None, "it may hold a session already");
         let running = state.running("d");
         assert_eq!(
-            running.busy,
+            running.adopting,
             [adopting],
-            "never stopped by the plan meanwhile"
+            "in the reserve, never stopped as surplus meanwhile"
         );
-        assert!(running.idle.is_empty() && running.starting.is_empty());
+        assert!(running.idle.is_empty() && running.starting.is_empty() && running.busy.is_empty());
         assert_eq!(state.ready_counts("d"), (0, 0));
     }
 

@@ -29,6 +29,7 @@ pub use restart::{
     a_data_plane_restarted_after_the_session_ended_reports_its_end_once,
     a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
     a_restart_adopts_wanted_idle_replicas_and_stops_unknown_ones,
+    a_restart_over_unanswering_holders_starts_no_second_reserve_and_replaces_them_after_the_readiness_timeout,
     a_session_requested_again_after_a_restart_claims_nothing_new,
 };
 pub use retire::{
@@ -81,6 +82,7 @@ macro_rules! every_scenario {
             a_data_plane_restarted_while_a_replica_holds_a_session_adopts_it_and_the_session_ends_once,
             a_data_plane_restarted_after_the_session_ended_reports_its_end_once,
             a_session_requested_again_after_a_restart_claims_nothing_new,
+            a_restart_over_unanswering_holders_starts_no_second_reserve_and_replaces_them_after_the_readiness_timeout,
             a_superseded_deployment_is_retired_once_its_last_replica_is_gone_not_before,
             a_deleted_agents_deployments_are_retired_once_their_replicas_are_gone,
         );
@@ -120,7 +122,7 @@ use crate::engine::Engine;
 use crate::events::{AgentRef, ControlEvent};
 use crate::reconciler::{Config, DataPlane};
 use crate::replica::{Limits, ReplicaId, ReplicaLabels, ReplicaStatus, ReplicaView};
-pub use watched::{Retired, Watched};
+pub use watched::{Asked, Retired, Watched};
 
 /// What a replica was started with, as its engine holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -306,3 +306,36 @@ fn an_old_deployment_still_serving_keeps_what_the_new_one_leaves() {
     assert_eq!(decisions[0], Decision::default());
     assert_eq!(decisions[1].stop, ids("i", 1));
 }
+
+#[test]
+fn a_replica_being_adopted_counts_in_the_reserve_and_the_cap_and_is_never_surplus() {
+    let adopting = Running {
+        adopting: ids("a", 2),
+        ..Running::default()
+    };
+    assert_eq!(
+        decide(bounds(2, 4, Role::Active), &adopting),
+        Decision::default(),
+        "no second reserve beside replicas whose holders have not answered yet"
+    );
+    assert_eq!(
+        decide(bounds(1, 4, Role::Active), &adopting),
+        Decision::default(),
+        "one of them may hold a session: none is stopped as surplus meanwhile"
+    );
+    let full = Running {
+        adopting: ids("a", 2),
+        waiting: 1,
+        ..Running::default()
+    };
+    assert_eq!(
+        decide(bounds(0, 2, Role::Active), &full).start,
+        0,
+        "maxReplicas"
+    );
+    assert_eq!(
+        decide(bounds(1, 4, Role::Gone), &adopting).stop,
+        ids("a", 2),
+        "a deleted agent's replicas stop, adopted or not"
+    );
+}

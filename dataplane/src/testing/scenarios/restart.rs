@@ -1,10 +1,13 @@
 //! A data plane restarted over its running replicas (contract section 12, "Restarts"): it keeps
 //! no state of its own, so what it adopts is what the engine lists and the holders say.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::json;
+use shared::agent::DeploymentState;
 
+use super::watched::Asked;
 use super::{Harness, Running, WAIT, agent, replicas_holding};
 use crate::holder::{self, HolderState};
 use crate::replica::{ReplicaId, ReplicaView};
@@ -190,4 +193,73 @@ async fn ends_once<H: Harness>(running: &Running<H>, held: &ReplicaId, session: 
     let reports = running.reports.session_reports(session);
     let ends = reports.iter().filter(|report| report.state == "ended");
     assert_eq!(ends.count(), 1, "{reports:#?}");
+}
+
+/// Restarted over replicas whose holders do not answer (one listed without an address, one at
+/// an address that refuses): they count in the reserve, so no second reserve is started beside
+/// them (never more than `maxReplicas`); once the readiness timeout has passed since they were
+/// first listed they are stopped, nothing is reported failed (the holder is the platform's), and
+/// the plan replaces them.
+pub async fn a_restart_over_unanswering_holders_starts_no_second_reserve_and_replaces_them_after_the_readiness_timeout<
+    H: Harness,
+>(
+    harness: &H,
+) {
+    let running = Running::start(harness, &[]).await;
+    let mute = agent("mute");
+    let image = harness.example_image();
+    let deployment = running.deploy(&mute, &image, (2, 2), json!({})).await;
+    running.ready(&deployment).await;
+    let old = running.until_replicas(&deployment, 2).await;
+    running.engine.mute_holder(&old[0], None);
+    running
+        .engine
+        .mute_holder(&old[1], Some(refusing_address()));
+    let asked_before = running.engine.asked().len();
+    let running = running.restart(harness, |_| true).await;
+    let timeout = harness.config(&running.stack).readiness_timeout;
+    let replaced = tokio::time::timeout(timeout + WAIT, async {
+        loop {
+            let now = running.replicas(&deployment).await;
+            if now.len() == 2 && now.iter().all(|view| !old.contains(&view.id)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let asked = running.engine.asked().split_off(asked_before);
+    assert!(
+        replaced.is_ok(),
+        "the unanswering replicas were never replaced; asked since the restart: {asked:#?}"
+    );
+    // Each run replaces a replica already asked to stop: never more than `maxReplicas`.
+    let (mut runs, mut stops) = (0, 0);
+    for one in &asked {
+        match one {
+            Asked::Run(id) if *id == deployment => runs += 1,
+            Asked::Stop(id) if old.contains(id) => stops += 1,
+            _ => {}
+        }
+        assert!(runs <= stops, "a second reserve was started: {asked:#?}");
+    }
+    assert_eq!(
+        stops, 2,
+        "both unanswering replicas were stopped: {asked:#?}"
+    );
+    running.ready(&deployment).await;
+    let failed = running.reports.deployments();
+    assert!(
+        failed
+            .iter()
+            .all(|report| report.state != DeploymentState::Failed),
+        "nothing reported failed for the platform's unanswering holders: {failed:#?}"
+    );
+    running.finish().await;
+}
+
+/// An address nothing listens at: a connection to it is refused.
+fn refusing_address() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address")
 }

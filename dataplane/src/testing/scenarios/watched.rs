@@ -1,8 +1,12 @@
 //! The harness's engine as the scenarios' data plane sees it, with each `retire` it is asked
 //! recorded beside the deployment's replicas the engine listed at that moment: on every engine
 //! (Docker's retire releases nothing) a scenario sees whether, and when, the reconciler asked.
+//! It also makes chosen replicas' holders unanswering on every engine (their address listed as
+//! none, or as one that refuses), and records the order of runs and stops asked.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -22,11 +26,22 @@ pub struct Retired {
     pub answered: Result<(), String>,
 }
 
+/// A run or a stop asked of the engine, in the order asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// A run of the deployment.
+    Run(String),
+    Stop(ReplicaId),
+}
+
 /// The harness's engine, every call passed on.
 pub struct Watched<E> {
     inner: Arc<E>,
     stack: String,
     retired: Mutex<Vec<Retired>>,
+    /// Replicas whose holder is listed at the address given instead (`None`: no address).
+    muted: Mutex<HashMap<ReplicaId, Option<SocketAddr>>>,
+    asked: Mutex<Vec<Asked>>,
 }
 
 impl<E: Engine> Watched<E> {
@@ -35,7 +50,23 @@ impl<E: Engine> Watched<E> {
             inner,
             stack: stack.to_owned(),
             retired: Mutex::default(),
+            muted: Mutex::default(),
+            asked: Mutex::default(),
         }
+    }
+
+    /// From now on the replica's holder is listed at `holder` (one that refuses, or none).
+    pub fn mute_holder(&self, id: &ReplicaId, holder: Option<SocketAddr>) {
+        (self.muted.lock().unwrap_or_else(PoisonError::into_inner)).insert(id.clone(), holder);
+    }
+
+    /// Every run and stop asked so far, in order.
+    pub fn asked(&self) -> Vec<Asked> {
+        (self.asked.lock().unwrap_or_else(PoisonError::into_inner)).clone()
+    }
+
+    fn ask(&self, asked: Asked) {
+        (self.asked.lock().unwrap_or_else(PoisonError::into_inner)).push(asked);
     }
 
     /// Every `retire` of the deployment asked so far.
@@ -50,6 +81,7 @@ impl<E: Engine> Watched<E> {
 
 impl<E: Engine> Engine for Watched<E> {
     fn run(&self, spec: &ReplicaSpec) -> impl Future<Output = Result<ReplicaId, RunError>> + Send {
+        self.ask(Asked::Run(spec.labels.deployment_id.clone()));
         self.inner.run(spec)
     }
 
@@ -58,14 +90,19 @@ impl<E: Engine> Engine for Watched<E> {
         replica: &ReplicaId,
         grace: Duration,
     ) -> impl Future<Output = Result<(), EngineError>> + Send {
+        self.ask(Asked::Stop(replica.clone()));
         self.inner.stop(replica, grace)
     }
 
-    fn list(
-        &self,
-        stack: &str,
-    ) -> impl Future<Output = Result<Vec<ReplicaView>, EngineError>> + Send {
-        self.inner.list(stack)
+    async fn list(&self, stack: &str) -> Result<Vec<ReplicaView>, EngineError> {
+        let mut views = self.inner.list(stack).await?;
+        let muted = (self.muted.lock().unwrap_or_else(PoisonError::into_inner)).clone();
+        for view in &mut views {
+            if let Some(holder) = muted.get(&view.id) {
+                view.holder = *holder;
+            }
+        }
+        Ok(views)
     }
 
     fn logs(
