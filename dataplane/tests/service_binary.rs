@@ -538,10 +538,9 @@ async fn the_binary_wired_as_ecs_runs_it_keeps_reserves_from_its_inbox_and_leave
     assert!(status.success(), "exit {status:?}");
 }
 
-/// The reconciler counts a replica whose holder has not answered as busy (it may hold a
-/// session) and forgets it until the next listing, so a second binary whose holders do not
-/// answer starts a second reserve beside the first and never stops the first (reported to the
-/// lead; src/reconciler/ is not this suite's to change).
+/// A second binary whose holders do not answer (moto runs no holder) counts the replicas it is
+/// adopting in the reserve: it starts no second reserve beside them (they are stopped and
+/// replaced only after the readiness timeout, longer than this watch).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_binary_starts_no_second_reserve_beside_the_one_it_adopts() {
     let stack = Stack::create().await;
