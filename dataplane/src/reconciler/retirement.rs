@@ -18,7 +18,6 @@ use shared::secrets::store::{DataKeyOpener, SecretStore};
 
 use super::DataPlane;
 use super::failures::backoff;
-use super::state::State;
 use crate::engine::Engine;
 use crate::ports::Reports;
 
@@ -56,6 +55,21 @@ impl Retirements {
         true
     }
 
+    /// Deployments of deleted agents not retired yet.
+    pub fn deleted(&self) -> impl Iterator<Item = &String> {
+        self.deleted.iter()
+    }
+
+    /// Of `candidates` (none of whose replicas runs), those due now, marked under way.
+    pub fn start_due(&mut self, candidates: Vec<String>, now: Instant) -> Vec<String> {
+        let due: Vec<String> = candidates
+            .into_iter()
+            .filter(|id| self.due(id, now))
+            .collect();
+        self.in_flight.extend(due.iter().cloned());
+        due
+    }
+
     fn due(&self, deployment_id: &str, now: Instant) -> bool {
         !self.done.contains(deployment_id)
             && !self.in_flight.contains(deployment_id)
@@ -80,23 +94,6 @@ impl Retirements {
         let next = now + backoff(failures, first, most);
         self.failed
             .insert(deployment_id.to_owned(), (failures, next));
-    }
-}
-
-impl State {
-    /// The deployments to retire now, marked under way: superseded ones that drained and the
-    /// deleted agents' ones, none of whose replicas the last listing showed or the data plane
-    /// holds, with no run or session of theirs pending.
-    pub fn retirable(&mut self, now: Instant) -> Vec<String> {
-        let mut candidates = self.deployments.drained();
-        candidates.extend(self.retirements.deleted.iter().cloned());
-        let due: Vec<String> = candidates
-            .into_iter()
-            .filter(|id| self.retirements.due(id, now))
-            .filter(|id| !self.listed.contains(id) && self.running(id).is_empty())
-            .collect();
-        self.retirements.in_flight.extend(due.iter().cloned());
-        due
     }
 }
 

@@ -125,6 +125,16 @@ pub struct State {
 }
 
 impl State {
+    /// The deployments to retire now, marked under way: superseded ones that drained and the
+    /// deleted agents' ones, none of whose replicas the last listing showed or the data plane
+    /// holds, with no run or session of theirs pending.
+    pub fn retirable(&mut self, now: Instant) -> Vec<String> {
+        let mut candidates = self.deployments.drained();
+        candidates.extend(self.retirements.deleted().cloned());
+        candidates.retain(|id| !self.listed.contains(id) && self.running(id).is_empty());
+        self.retirements.start_due(candidates, now)
+    }
+
     /// What the deployment runs, for the plan.
     pub fn running(&self, deployment_id: &str) -> Running {
         let mut running = Running::default();
