@@ -256,21 +256,7 @@ impl Stack {
 
     /// The inbox's messages, visible or being handled.
     async fn in_inbox(&self) -> usize {
-        let attributes = self
-            .sqs
-            .get_queue_attributes()
-            .queue_url(&self.inbox)
-            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
-            .send()
-            .await
-            .unwrap()
-            .attributes
-            .unwrap_or_default();
-        attributes
-            .values()
-            .map(|count| count.parse::<usize>().unwrap())
-            .sum()
+        MotoServer::messages_in(&self.sqs, &self.inbox).await
     }
 
     /// Waits (bounded) until `deployment` has `count` tasks; their ARNs.

@@ -123,21 +123,7 @@ impl Setup {
 
     /// The messages in `queue`, visible or being handled.
     async fn count(&self, queue: &str) -> usize {
-        let attributes = self
-            .sqs
-            .get_queue_attributes()
-            .queue_url(queue)
-            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
-            .send()
-            .await
-            .unwrap()
-            .attributes
-            .unwrap_or_default();
-        attributes
-            .values()
-            .map(|count| count.parse::<usize>().unwrap())
-            .sum()
+        MotoServer::messages_in(&self.sqs, queue).await
     }
 
     /// Waits (bounded) until `done` holds.
@@ -185,23 +171,16 @@ fn deployment_requested() -> Value {
     .unwrap()
 }
 
+/// events/'s Task State Change (AWS's documented shape), of `cluster`.
 fn task_state_change(cluster: &str) -> Value {
-    json!({
-        "version": "0",
-        "id": "3317b2af-7005-947d-b652-f55e762e571a",
-        "detail-type": "ECS Task State Change",
-        "source": "aws.ecs",
-        "account": "123456789012",
-        "time": "2026-11-26T10:00:00Z",
-        "region": "us-east-1",
-        "resources": [],
-        "detail": {
-            "clusterArn": format!("arn:aws:ecs:us-east-1:123456789012:cluster/{cluster}"),
-            "taskArn": format!("arn:aws:ecs:us-east-1:123456789012:task/{cluster}/0123456789abcdef"),
-            "lastStatus": "RUNNING",
-            "containers": [],
-        },
-    })
+    let mut event: Value = serde_json::from_str(include_str!(
+        "../../events/ecs-task-state-change-running.json"
+    ))
+    .unwrap();
+    event["detail"]["clusterArn"] = json!(format!(
+        "arn:aws:ecs:us-east-1:123456789012:cluster/{cluster}"
+    ));
+    event
 }
 
 #[tokio::test(flavor = "multi_thread")]

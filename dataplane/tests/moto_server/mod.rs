@@ -9,6 +9,7 @@ use std::process::Command;
 
 use aws_config::SdkConfig;
 use aws_sdk_sqs::config::{Credentials, Region, SharedCredentialsProvider};
+use aws_sdk_sqs::types::QueueAttributeName;
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -102,6 +103,26 @@ function = boto3.client("lambda", **kw).create_function(
 print(function["FunctionArn"])
 "#
         ))
+    }
+
+    /// The queue's messages, visible or being handled.
+    // The inbox's and the binary's suites count queues; the others that include this module do not.
+    #[allow(dead_code)]
+    pub async fn messages_in(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> usize {
+        let attributes = sqs
+            .get_queue_attributes()
+            .queue_url(queue_url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .unwrap()
+            .attributes
+            .unwrap_or_default();
+        attributes
+            .values()
+            .map(|count| count.parse::<usize>().unwrap())
+            .sum()
     }
 }
 

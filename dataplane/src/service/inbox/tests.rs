@@ -49,26 +49,19 @@ fn delivered(published: Published) -> Value {
     })
 }
 
+/// events/'s Task State Change (AWS's documented shape), of `cluster_arn`'s cluster (none: the
+/// member left out).
 fn task_state_change(cluster_arn: Option<&str>) -> Value {
-    let mut detail = json!({
-        "taskArn": "arn:aws:ecs:us-east-1:123456789012:task/agent-hosting/0123456789abcdef",
-        "lastStatus": "RUNNING",
-        "containers": [],
-    });
-    if let Some(arn) = cluster_arn {
-        detail["clusterArn"] = json!(arn);
-    }
-    json!({
-        "version": "0",
-        "id": "3317b2af-7005-947d-b652-f55e762e571a",
-        "detail-type": "ECS Task State Change",
-        "source": "aws.ecs",
-        "account": "123456789012",
-        "time": "2026-11-26T10:00:00Z",
-        "region": "us-east-1",
-        "resources": [],
-        "detail": detail,
-    })
+    let mut event: Value = serde_json::from_str(include_str!(
+        "../../../../events/ecs-task-state-change-running.json"
+    ))
+    .unwrap();
+    let detail = event["detail"].as_object_mut().unwrap();
+    match cluster_arn {
+        Some(arn) => detail.insert("clusterArn".into(), json!(arn)),
+        None => detail.remove("clusterArn"),
+    };
+    event
 }
 
 fn of(event: &Value, cluster: &str) -> Message {
