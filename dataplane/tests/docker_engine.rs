@@ -339,6 +339,40 @@ async fn its_lines_carry_the_engines_timestamps_and_end_when_it_stops() {
 }
 
 #[tokio::test]
+async fn lines_asked_for_before_a_stop_are_all_read_even_when_first_read_after_it() {
+    let (engine, stack) = (engine().await, Stack::new());
+    let id = engine.run(&stack.spec("acme", &[])).await.expect("run");
+    let views = listed_until(&engine, &stack, |views| {
+        views.iter().any(|view| view.address.is_some())
+    })
+    .await;
+    ready(views[0].address.expect("an address")).await;
+
+    // An adopted replica whose session already ended: followed, then stopped at once.
+    let lines = engine.logs(&id, None);
+    let read_late = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        timeout(Duration::from_secs(30), lines.collect::<Vec<_>>())
+            .await
+            .expect("the stream ends within 30 s")
+    };
+    let (stopped, read) = tokio::join!(engine.stop(&id, STOP_GRACE), read_late);
+    stopped.expect("stop");
+    let texts: Vec<String> = read
+        .into_iter()
+        .map(|line| line.expect("a line, not a replica already removed").text)
+        .collect();
+    assert!(
+        texts.iter().any(|text| text.ends_with("- ready")),
+        "the lines written before the stop: {texts:?}"
+    );
+    assert!(
+        engine.list(&stack.name).await.expect("list").is_empty(),
+        "removed after"
+    );
+}
+
+#[tokio::test]
 async fn a_line_over_16_kib_arrives_in_parts_marked_partial() {
     let (engine, stack) = (engine().await, Stack::new());
     let id = engine.run(&stack.spec("acme", &[])).await.expect("run");

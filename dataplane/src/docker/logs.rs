@@ -11,14 +11,17 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::error;
+use super::readers::Reading;
 use crate::engine::{EngineError, LogLine, Output};
 use crate::replica::ReplicaId;
 
-/// The lines of `replica` from `since` (all when `None`), following.
+/// The lines of `replica` from `since` (all when `None`), following; `reading` stays open
+/// until the stream is dropped.
 pub fn follow(
     docker: &Docker,
     replica: &ReplicaId,
     since: Option<OffsetDateTime>,
+    reading: Reading,
 ) -> BoxStream<'static, Result<LogLine, EngineError>> {
     let options = LogsOptions {
         follow: true,
@@ -36,6 +39,7 @@ pub fn follow(
     docker
         .logs(&replica.0, Some(options))
         .filter_map(move |frame| {
+            let _open = &reading;
             let line = match frame {
                 Ok(frame) => line(frame)
                     .filter(|line| since.is_none_or(|since| line.at >= since))

@@ -13,6 +13,7 @@ mod image;
 mod list;
 mod logs;
 mod network;
+mod readers;
 
 use std::time::Duration;
 
@@ -43,6 +44,7 @@ pub struct DockerEngine {
     networks: network::Networks,
     /// The holder's image (`scripts/local.sh holder-image`), already in the engine.
     holder_image: String,
+    readers: readers::Readers,
 }
 
 impl DockerEngine {
@@ -60,6 +62,7 @@ impl DockerEngine {
             docker,
             networks: network::Networks::default(),
             holder_image: holder_image.into(),
+            readers: readers::Readers::default(),
         })
     }
 
@@ -145,7 +148,8 @@ impl DockerEngine {
         }
     }
 
-    /// SIGTERM, SIGKILL after `grace`, then removed; one already gone is fine.
+    /// SIGTERM, SIGKILL after `grace`, then removed once its open readers have read its last
+    /// lines; one already gone is fine.
     async fn stop_container(&self, id: &ReplicaId, grace: Duration) -> Result<(), EngineError> {
         let options = StopContainerOptions {
             t: Some(i32::try_from(grace.as_secs()).unwrap_or(i32::MAX)),
@@ -165,6 +169,9 @@ impl DockerEngine {
                 }
                 Failure::Other(err) => return Err(err),
             },
+        }
+        if !self.readers.drained(&id.0, readers::DRAIN_BOUND).await {
+            tracing::warn!(container = %id, "its lines were not all read before its removal");
         }
         self.remove(id).await
     }
@@ -222,6 +229,7 @@ impl Engine for DockerEngine {
         replica: &ReplicaId,
         since: Option<OffsetDateTime>,
     ) -> BoxStream<'static, Result<LogLine, EngineError>> {
-        logs::follow(&self.docker, replica, since)
+        let reading = self.readers.open(&replica.0);
+        logs::follow(&self.docker, replica, since, reading)
     }
 }

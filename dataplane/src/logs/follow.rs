@@ -157,6 +157,8 @@ pub async fn ship<R: Reports>(
             None => break,
         }
     }
+    // Read to its end: the engine may remove the replica now.
+    drop(lines);
     shipped += flush(&follow, reports.as_ref(), &mut pending).await;
     tracing::debug!(%replica, shipped, "a replica's lines ended");
     follow.ended.send_replace(true);
