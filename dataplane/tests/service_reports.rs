@@ -217,6 +217,9 @@ async fn a_deployments_report_reaches_the_agents_bus_as_the_data_planes() {
         state: DeploymentState::Failed,
         ready_replicas: 0,
         active_session_count: 0,
+        restart_count: 2,
+        replicas_started: 3,
+        last_exit_code: Some(3),
         error: Some(DeploymentError {
             code: "ImagePullFailed".into(),
             message: "the image could not be pulled".into(),

@@ -51,6 +51,10 @@ pub fn respond(event: &Value, ready_after: Duration) -> Vec<Scheduled> {
             state,
             ready_replicas,
             active_session_count: 0,
+            // The simulation starts each replica once and never restarts one.
+            restart_count: 0,
+            replicas_started: replicas,
+            last_exit_code: None,
             error,
             // Set when sent: a report's time orders it.
             observed_at: OffsetDateTime::UNIX_EPOCH,

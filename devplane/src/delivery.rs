@@ -343,6 +343,9 @@ mod tests {
             state: shared::agent::DeploymentState::Ready,
             ready_replicas: 1,
             active_session_count: 0,
+            restart_count: 0,
+            replicas_started: 1,
+            last_exit_code: None,
             error: None,
             observed_at: OffsetDateTime::UNIX_EPOCH,
         };

@@ -299,6 +299,9 @@ where
                 state,
                 ready_replicas,
                 active_session_count,
+                restart_count: 0,
+                replicas_started: 0,
+                last_exit_code: None,
                 error,
                 observed_at: OffsetDateTime::now_utc(),
             })

@@ -47,6 +47,14 @@ pub struct DeploymentStatus {
     pub state: DeploymentState,
     pub ready_replicas: u32,
     pub active_session_count: u32,
+    /// The report's `restartCount`, `replicasStarted` and `lastExitCode` (the agent's
+    /// `currentRevision.health`); defaults, so a status kept before they were reported reads.
+    #[serde(default)]
+    pub restart_count: u32,
+    #[serde(default)]
+    pub replicas_started: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_exit_code: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<DeploymentError>,
     /// The report's own time (Unix nanoseconds): a report observed earlier changes nothing.
@@ -60,6 +68,9 @@ impl DeploymentStatus {
             state: DeploymentState::Pending,
             ready_replicas: 0,
             active_session_count: 0,
+            restart_count: 0,
+            replicas_started: 0,
+            last_exit_code: None,
             error: None,
             observed_at_nanos: None,
         }

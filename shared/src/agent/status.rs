@@ -40,6 +40,17 @@ pub struct StatusReport {
     pub ready_replicas: u32,
     #[serde(default)]
     pub active_session_count: u32,
+    /// How many times in a row the deployment's replicas failed (exited, or could not start)
+    /// since it last had one ready; bounded by its type, as the other counts.
+    #[serde(default)]
+    pub restart_count: u32,
+    /// How many replicas of the deployment the data plane has started (tried to start) so far.
+    #[serde(default)]
+    pub replicas_started: u32,
+    /// The exit code of the deployment's last replica that exited, when one did (137: killed,
+    /// out of memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_exit_code: Option<i32>,
     /// Cut to its bounds as it is read ([`bounded_error`]).
     #[serde(
         default,
@@ -127,6 +138,9 @@ impl StatusReport {
             state: self.state,
             ready_replicas: self.ready_replicas,
             active_session_count: self.active_session_count,
+            restart_count: self.restart_count,
+            replicas_started: self.replicas_started,
+            last_exit_code: self.last_exit_code,
             error: match self.state {
                 DeploymentState::Failed => self.error.clone(),
                 DeploymentState::Pending | DeploymentState::Ready => None,
@@ -237,6 +251,9 @@ mod tests {
             state,
             ready_replicas: u32::from(state == DeploymentState::Ready),
             active_session_count: 2,
+            restart_count: 0,
+            replicas_started: 1,
+            last_exit_code: None,
             error: (state == DeploymentState::Failed).then(|| DeploymentError {
                 code: "ImagePullBackOff".into(),
                 message: "pull access denied".into(),
@@ -443,6 +460,54 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_report_s_restarts_replicas_and_exit_code_are_kept_through_apply() {
+        let agent = record();
+        let id = agent.active.deployment.id.clone();
+        let crashed = StatusReport {
+            restart_count: 2,
+            replicas_started: 3,
+            last_exit_code: Some(3),
+            ..report(&agent, &id, DeploymentState::Failed, 1)
+        };
+        let next = agent.apply(&crashed, NOW).unwrap();
+        let status = &next.active.status;
+        assert_eq!(
+            (
+                status.restart_count,
+                status.replicas_started,
+                status.last_exit_code
+            ),
+            (2, 3, Some(3))
+        );
+        // Sent and kept in the contract's names; a status kept before them reads with defaults.
+        let sent = serde_json::to_value(&crashed).unwrap();
+        assert_eq!(
+            (
+                &sent["restartCount"],
+                &sent["replicasStarted"],
+                &sent["lastExitCode"]
+            ),
+            (&json!(2), &json!(3), &json!(3))
+        );
+        let kept = serde_json::to_value(status).unwrap();
+        assert_eq!(kept["lastExitCode"], 3);
+        let old: DeploymentStatus = serde_json::from_value(
+            json!({"state": "ready", "readyReplicas": 1, "activeSessionCount": 0}),
+        )
+        .unwrap();
+        assert_eq!(
+            (old.restart_count, old.replicas_started, old.last_exit_code),
+            (0, 0, None)
+        );
+        assert!(
+            serde_json::to_value(&old)
+                .unwrap()
+                .get("lastExitCode")
+                .is_none()
+        );
+    }
+
+    #[test]
     fn a_report_reads_as_the_data_plane_sends_it() {
         let detail = json!({
             "namespace": "tiny-ferret-maroon-123", "agent": "my-agent",
@@ -451,8 +516,30 @@ mod tests {
             "error": {"code": "CrashLoopBackOff", "message": "exit code 1"},
             "observedAt": "2026-11-23T10:00:00.123456789Z"
         });
-        let report: StatusReport = serde_json::from_value(detail).unwrap();
+        let report: StatusReport = serde_json::from_value(detail.clone()).unwrap();
         assert_eq!(report.state, DeploymentState::Failed);
+        assert_eq!(
+            (
+                report.restart_count,
+                report.replicas_started,
+                report.last_exit_code
+            ),
+            (0, 0, None),
+            "a data plane that sends no health leaves the defaults"
+        );
+        let mut with_health = detail;
+        with_health["restartCount"] = json!(4);
+        with_health["replicasStarted"] = json!(5);
+        with_health["lastExitCode"] = json!(137);
+        let report: StatusReport = serde_json::from_value(with_health).unwrap();
+        assert_eq!(
+            (
+                report.restart_count,
+                report.replicas_started,
+                report.last_exit_code
+            ),
+            (4, 5, Some(137))
+        );
         assert_eq!(report.observed_at.nanosecond(), 123_456_789);
         assert!(serde_json::from_value::<StatusReport>(json!({"state": "gone"})).is_err());
     }
