@@ -1,5 +1,6 @@
 //! Reading a create or update body: every rule of contract section 3 that one member decides.
 
+use super::anchor;
 use crate::ApiError;
 use crate::catalog::{self, NODE_TYPES, NoiseFilter, Profile};
 use crate::validation::{DNS_LABEL_RULE, JsonObject, Member, check_image_reference, is_dns_label};
@@ -46,13 +47,23 @@ fn one_of(values: impl Iterator<Item = &'static str>) -> String {
 }
 
 impl ConfigChanges {
-    /// Reads a body (already parsed as JSON): every rule of contract section 3 that one member
-    /// decides; the first broken rule, in the order of the members below, is reported with the
-    /// member's path. Rules between members (`maxAgents >= minAgents`) are checked when the
-    /// changes are applied.
+    /// Reads a body (already parsed as JSON) for this service, in the region it runs in.
     pub fn from_json(body: serde_json::Value) -> Result<Self, ApiError> {
+        Self::from_json_in(body, &crate::config::region())
+    }
+
+    /// Reads a body for a service in `region`: every rule of contract section 3 that one member
+    /// decides, and the anchor CLI's members (its name `krispViva` for `noiseViva`, `region`,
+    /// `architecture`, `websocketAuth`; `resources`, `git` and `buildId` refused with a sentence
+    /// rather than dropped). The first broken rule, in the order of the members below, is
+    /// reported with the member's path. Rules between members (`maxAgents >= minAgents`) are
+    /// checked when the changes are applied.
+    pub fn from_json_in(mut body: serde_json::Value, region: &str) -> Result<Self, ApiError> {
+        // Taken out before the reader sees them: any value but `null` is refused, whatever its
+        // type, so the caller learns the member is not offered rather than how to spell it.
+        let refused = anchor::take_refused(&mut body);
         let mut body = JsonObject::root(body)?;
-        let changes = ConfigChanges {
+        let mut changes = ConfigChanges {
             service_name: body
                 .take_string("serviceName")?
                 .try_map(|name| dns_label("serviceName", name))?,
@@ -66,7 +77,9 @@ impl ConfigChanges {
                 .try_map(|name| dns_label("secretSet", name))?,
             auto_scaling: body.take_object("autoScaling")?.try_map(auto_scaling)?,
             enable_noise: body.take_bool("enableNoise")?,
-            noise_filter: body.take_object("noiseViva")?.try_map(noise_filter)?,
+            noise_filter: body
+                .take_object("noiseViva")?
+                .try_map(|noise| noise_filter("noiseViva", noise))?,
             profile: body.take_string("agentProfile")?.try_map(profile)?,
             enable_managed_keys: body.take_bool("enableManagedKeys")?,
             // Within 60..=14,400, so the cast cannot truncate.
@@ -75,6 +88,15 @@ impl ConfigChanges {
                 .map(|seconds| seconds as u32),
             force_redeploy: body.take_bool("forceRedeploy")?.given() == Some(true),
         };
+        let krisp_viva = body
+            .take_object("krispViva")?
+            .try_map(|noise| noise_filter("krispViva", noise))?;
+        changes.noise_filter = anchor::either_filter(changes.noise_filter, krisp_viva)?;
+        anchor::region(body.take_string("region")?, region)?;
+        changes.node_type =
+            anchor::architecture(body.take_string("architecture")?, changes.node_type)?;
+        anchor::websocket_auth(body.take_string("websocketAuth")?)?;
+        refused.check()?;
         body.finish()?;
         Ok(changes)
     }
@@ -126,17 +148,22 @@ fn auto_scaling(mut scaling: JsonObject) -> Result<ScalingChanges, ApiError> {
     })
 }
 
-/// `noiseViva`: `{}` or `{"audioFilter": null}` is no filter.
-fn noise_filter(mut noise: JsonObject) -> Result<Option<&'static NoiseFilter>, ApiError> {
+/// `noiseViva`, or `krispViva` (`member`, the anchor's name for it): `{}` or
+/// `{"audioFilter": null}` is no filter.
+fn noise_filter(
+    member: &str,
+    mut noise: JsonObject,
+) -> Result<Option<&'static NoiseFilter>, ApiError> {
     let filter = noise
         .take_string("audioFilter")?
         .given()
         .map(|name| {
             catalog::noise_filter_named(&name).ok_or_else(|| {
+                let field = format!("{member}.audioFilter");
                 ApiError::bad_request(
-                    "noiseViva.audioFilter",
+                    field.clone(),
                     format!(
-                        "noiseViva.audioFilter must be {}, or null for no filter",
+                        "{field} must be {}, or null for no filter",
                         one_of(catalog::NOISE_FILTERS.iter().map(|f| f.name))
                     ),
                 )

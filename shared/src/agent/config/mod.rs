@@ -2,10 +2,12 @@
 //! their rules, and the resolved configuration a deployment's manifest is built from.
 //!
 //! One reader serves both endpoints: a body is read into [`ConfigChanges`] (each member absent,
-//! `null` or given, every rule checked: [`body`]), and a configuration is the changes applied to
+//! `null` or given, every rule checked: [`body`]; the members only the anchor's CLI sends, each
+//! accepted with its meaning or refused naming it: [`anchor`]), and a configuration is the changes applied to
 //! a base: the defaults on create, the agent's current configuration on update ([`merge`]); a
 //! configuration builds its deployment's manifest ([`manifest`]).
 
+mod anchor;
 mod body;
 mod manifest;
 mod merge;
@@ -16,6 +18,7 @@ use crate::catalog::{NoiseFilter, Profile};
 use crate::manifest::Replicas;
 
 pub use crate::manifest::DEFAULT_MAX_SESSION_DURATION;
+pub use anchor::{ARM_ARCHITECTURE, WEBSOCKET_AUTH_NONE};
 pub use body::{ConfigChanges, MAX_AGENTS, MAX_SESSION_DURATION, MIN_AGENTS, ScalingChanges};
 
 pub const DEFAULT_MIN_AGENTS: u32 = 0;
