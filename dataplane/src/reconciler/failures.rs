@@ -1,6 +1,7 @@
 //! Replicas that fail before they are ready (contract section 12, "Readiness and health"): the
-//! backoff before the next start, when a deployment is reported `failed`, and the error the
-//! customer reads, within section 7's 1 KiB.
+//! backoff before the next start, when a deployment is reported `failed`, the error the
+//! customer reads, within section 7's 1 KiB, and the figures every report carries
+//! (`restartCount`, `replicasStarted`, `lastExitCode`: the agent's `currentRevision.health`).
 
 use std::time::{Duration, Instant};
 
@@ -9,6 +10,10 @@ use shared::agent::status::MAX_ERROR_MESSAGE_BYTES;
 
 /// Failures in a row that report a deployment `failed` (a pull failure reports at once).
 pub const FAILURES_REPORTED: u32 = 3;
+
+/// The exit code reported for a replica killed for memory: 128 + SIGKILL, what Docker and ECS
+/// give such a container, and what the anchor's CLI shows for one.
+pub const OOM_EXIT_CODE: i32 = 137;
 
 /// Why a replica did not become ready.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +37,16 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// The exit code it reports, when it had one (a lost replica, a timeout or a pull has
+    /// none; a code past i32's range, which no process exits with, is none too).
+    pub fn exit_code(&self) -> Option<i32> {
+        match self {
+            Failure::Crashed { code, .. } => code.and_then(|code| i32::try_from(code).ok()),
+            Failure::OomKilled { .. } => Some(OOM_EXIT_CODE),
+            Failure::ReadinessTimeout { .. } | Failure::PullFailed { .. } => None,
+        }
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             Failure::Crashed { .. } => "CRASH_LOOP",
@@ -94,12 +109,15 @@ pub enum Reported {
     Failed,
 }
 
-/// A deployment's failures in a row and the backoff they impose.
+/// A deployment's failures in a row and the backoff they impose, and the replicas started.
 #[derive(Debug, Clone)]
 pub struct Health {
     failures: u32,
     next_start: Option<Instant>,
     reported: Reported,
+    started: u32,
+    /// The exit code of the last of the failures in a row that had one.
+    last_exit_code: Option<i32>,
 }
 
 impl Default for Health {
@@ -108,8 +126,24 @@ impl Default for Health {
             failures: 0,
             next_start: None,
             reported: Reported::Nothing,
+            started: 0,
+            last_exit_code: None,
         }
     }
+}
+
+/// What a report says of a deployment's health (contract section 7's optional members).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Figures {
+    /// Replicas started again after a failure in a row: the failures less the first (the
+    /// "restarted N times" of a crash loop's message); 0 once a replica is ready.
+    pub restart_count: u32,
+    /// Replicas of the deployment the engine has started, ready or not, since this data plane
+    /// took the deployment.
+    pub replicas_started: u32,
+    /// The last failure's exit code in the failures in a row (137 for a kill for memory);
+    /// `None` once a replica is ready, or when no failure had one.
+    pub last_exit_code: Option<i32>,
 }
 
 /// How long the backoff is: `first`, doubling with each failure in a row, at most `most`.
@@ -136,6 +170,9 @@ impl Health {
     ) -> Option<u32> {
         self.failures = self.failures.saturating_add(1);
         self.next_start = Some(now + backoff(self.failures, first, most));
+        if let Some(code) = failure.exit_code() {
+            self.last_exit_code = Some(code);
+        }
         let reports =
             matches!(failure, Failure::PullFailed { .. }) || self.failures >= FAILURES_REPORTED;
         if !reports || self.reported == Reported::Failed {
@@ -149,6 +186,7 @@ impl Health {
     pub fn ready(&mut self) -> bool {
         self.failures = 0;
         self.next_start = None;
+        self.last_exit_code = None;
         let news = self.reported != Reported::Ready;
         self.reported = Reported::Ready;
         news
@@ -156,6 +194,20 @@ impl Health {
 
     pub fn has_been_ready(&self) -> bool {
         self.reported == Reported::Ready
+    }
+
+    /// The engine started one of the deployment's replicas.
+    pub fn started(&mut self) {
+        self.started = self.started.saturating_add(1);
+    }
+
+    /// What a report of the deployment says of its health now.
+    pub fn figures(&self) -> Figures {
+        Figures {
+            restart_count: self.failures.saturating_sub(1),
+            replicas_started: self.started,
+            last_exit_code: self.last_exit_code,
+        }
     }
 }
 
@@ -202,6 +254,67 @@ mod tests {
             error.message
         );
         assert_eq!(health.failed(&crash(3), now, FIRST, MOST), None);
+    }
+
+    #[test]
+    fn a_crash_loop_s_figures_are_its_restarts_replicas_and_last_exit_code() {
+        let (mut health, now) = (Health::default(), Instant::now());
+        assert_eq!(health.figures(), Figures::default());
+        for _ in 0..3 {
+            health.started();
+            health.failed(&crash(3), now, FIRST, MOST);
+        }
+        assert_eq!(
+            health.figures(),
+            Figures {
+                restart_count: 2,
+                replicas_started: 3,
+                last_exit_code: Some(3)
+            },
+            "what the third failure's report carries: restarted 2 times"
+        );
+        // A failure with no code keeps the last code known; a kill for memory is 137.
+        health.failed(
+            &Failure::ReadinessTimeout { after: FIRST },
+            now,
+            FIRST,
+            MOST,
+        );
+        assert_eq!(health.figures().last_exit_code, Some(3));
+        health.failed(&Failure::OomKilled { memory_mib: 1024 }, now, FIRST, MOST);
+        assert_eq!(health.figures().last_exit_code, Some(OOM_EXIT_CODE));
+        assert_eq!(health.figures().restart_count, 4);
+        // A ready replica ends the failures in a row; the replicas started stay counted.
+        health.started();
+        health.ready();
+        assert_eq!(
+            health.figures(),
+            Figures {
+                restart_count: 0,
+                replicas_started: 4,
+                last_exit_code: None
+            }
+        );
+    }
+
+    #[test]
+    fn an_exit_code_is_reported_as_the_process_gave_it() {
+        assert_eq!(crash(0).exit_code(), Some(0));
+        assert_eq!(crash(-1).exit_code(), Some(-1));
+        assert_eq!(
+            crash(i64::MAX).exit_code(),
+            None,
+            "no process exits with it"
+        );
+        let lost = Failure::Crashed {
+            code: None,
+            last_lines: Vec::new(),
+        };
+        assert_eq!(lost.exit_code(), None);
+        let pull = Failure::PullFailed {
+            message: "manifest unknown".into(),
+        };
+        assert_eq!(pull.exit_code(), None);
     }
 
     #[test]

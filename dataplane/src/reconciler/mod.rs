@@ -289,8 +289,14 @@ where
         state: DeploymentState,
         error: Option<DeploymentError>,
     ) {
-        let (ready_replicas, active_session_count) = self.lock().ready_counts(deployment_id);
-        tracing::info!(namespace = %agent.namespace, agent = %agent.name, deployment_id, ?state, ready_replicas, code = error.as_ref().map(|error| error.code.as_str()), "deployment report");
+        let ((ready_replicas, active_session_count), health) = {
+            let state = self.lock();
+            let health = (state.deployments.get(deployment_id))
+                .map(|deployment| deployment.health.figures())
+                .unwrap_or_default();
+            (state.ready_counts(deployment_id), health)
+        };
+        tracing::info!(namespace = %agent.namespace, agent = %agent.name, deployment_id, ?state, ready_replicas, restart_count = health.restart_count, replicas_started = health.replicas_started, last_exit_code = health.last_exit_code, code = error.as_ref().map(|error| error.code.as_str()), "deployment report");
         self.reports
             .deployment(StatusReport {
                 namespace: agent.namespace.clone(),
@@ -299,9 +305,9 @@ where
                 state,
                 ready_replicas,
                 active_session_count,
-                restart_count: 0,
-                replicas_started: 0,
-                last_exit_code: None,
+                restart_count: health.restart_count,
+                replicas_started: health.replicas_started,
+                last_exit_code: health.last_exit_code,
                 error,
                 observed_at: OffsetDateTime::now_utc(),
             })

@@ -362,6 +362,9 @@ where
                 let wanted = deployment.is_some() && !this.is_closed();
                 if let Some(deployment) = deployment {
                     deployment.launching = deployment.launching.saturating_sub(1);
+                    if result.is_ok() {
+                        deployment.health.started();
+                    }
                 }
                 if let Ok(id) = &result
                     && wanted

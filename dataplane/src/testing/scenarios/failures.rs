@@ -33,6 +33,13 @@ pub async fn a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines<H
     assert!(message.contains("code 3"), "{message}");
     assert!(message.contains("restarted 2 times"), "{message}");
     assert!(message.contains("starting"), "the last lines: {message}");
+    // The figures the agent's `currentRevision.health` shows.
+    assert_eq!(failed.last_exit_code, Some(3), "{failed:?}");
+    assert!(failed.restart_count >= 2, "{failed:?}");
+    assert!(
+        failed.replicas_started > failed.restart_count,
+        "every restart is a replica started: {failed:?}"
+    );
     running.finish().await;
 }
 
@@ -62,6 +69,7 @@ pub async fn an_oom_kill_at_start_is_reported_failed<H: Harness>(harness: &H) {
     let (code, message) = error_of(&failed);
     assert_eq!(code, "OOM_KILLED");
     assert!(message.contains("1024 MiB"), "{message}");
+    assert_eq!(failed.last_exit_code, Some(137), "{failed:?}");
     running.finish().await;
 }
 

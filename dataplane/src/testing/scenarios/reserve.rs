@@ -23,6 +23,9 @@ pub async fn a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_
     let ready = running.ready(&deployment).await;
     assert!(ready.ready_replicas >= 1, "{ready:?}");
     assert_eq!(ready.active_session_count, 0);
+    // Healthy: no restart, no exit code, and the replica that became ready was started.
+    assert_eq!((ready.restart_count, ready.last_exit_code), (0, None));
+    assert!(ready.replicas_started >= 1, "{ready:?}");
     for id in running.until_replicas(&deployment, 2).await {
         let inspected = harness.inspect(&id).await.expect("a running replica");
         assert_eq!(inspected.limits, Limits::of_resources("1", "2Gi").unwrap());
