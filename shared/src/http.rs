@@ -151,6 +151,18 @@ impl Reply for crate::agent::AgentRecord {
     }
 }
 
+/// GET /v1/agents/{name}'s answer: the agent object and the same object under `body`, 200 with
+/// its `ETag`.
+impl Reply for crate::agent::AgentRead {
+    fn into_response(self) -> Response<Body> {
+        let etag = self.etag.clone();
+        match serde_json::to_vec(&self) {
+            Ok(body) => with_etag(json_bytes_response(StatusCode::OK, body), &etag),
+            Err(error) => error_response(&ApiError::internal(error)),
+        }
+    }
+}
+
 /// The answer of a create or an update: the agent as written, with its `ETag`; or the first
 /// answer to the request's `Idempotency-Key`, replayed byte for byte and marked so.
 impl Reply for crate::agent::lifecycle::Answer {

@@ -1,11 +1,12 @@
 //! GET /v1/agents/{agentName}: the agent, with the errors reported for its active deployment and
-//! its ETag (contract section 6). Other methods of the path that no other function serves get a
-//! 405 here.
+//! its ETag (contract section 6), and the same object again under `body`: the anchor's envelope
+//! for this read, which its CLI reads (an answer without it is "no such agent" to the CLI).
+//! Other methods of the path that no other function serves get a 405 here.
 
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
-use shared::agent::{AgentRecord, AgentStore};
+use shared::agent::{AgentRead, AgentStore};
 use shared::auth::KeyStore;
 use shared::http::allow;
 
@@ -22,13 +23,14 @@ async fn get_agent<A: AgentStore, K: KeyStore>(
     agents: &A,
     keys: &K,
     request: &Request,
-) -> Result<AgentRecord, ApiError> {
+) -> Result<AgentRead, ApiError> {
     let (caller, name) =
         shared::http::agent_route(request, keys, Method::GET, allow::AGENT).await?;
-    agents
+    let agent = agents
         .get_agent(&caller.namespace, &name)
         .await?
-        .ok_or_else(ApiError::no_agent)
+        .ok_or_else(ApiError::no_agent)?;
+    Ok(agent.read_view())
 }
 
 #[cfg(test)]
@@ -59,9 +61,23 @@ mod tests {
         assert_eq!(body["errors"], serde_json::json!([]));
         assert_eq!(
             body.as_object().unwrap().len(),
-            12,
-            "2.1's members and errors"
+            12 + 7 + 1,
+            "2.1's members, errors, the anchor's seven and body"
         );
+    }
+
+    #[tokio::test]
+    async fn the_agent_is_also_under_body_as_the_anchors_cli_reads_it() {
+        let store = seeded().await;
+        let response = handle(&store, &store, event("get-agent.json")).await;
+        let mut top: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        let body = top.as_object_mut().unwrap().remove("body").unwrap();
+        assert_eq!(body, top, "body is the object itself, without body");
+        let stored = store.agent("dev-local", "demo-agent").unwrap();
+        assert_eq!(body, serde_json::to_value(stored.view()).unwrap());
+        assert_eq!(body["available"], body["ready"]);
+        assert_eq!(body["currentRevision"]["deploymentID"], DEMO_DEPLOYMENT_ID);
+        assert_eq!(body["region"], shared::config::region());
     }
 
     #[tokio::test]

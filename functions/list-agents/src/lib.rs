@@ -1,11 +1,13 @@
 //! GET /v1/agents: the caller's agents by name, `limit` (1 to 100, default 100) at a time, with
-//! `nextCursor` when more follow (contract section 6), signed as every route's cursors are.
+//! `nextCursor` when more follow (contract section 6), signed as every route's cursors are. The
+//! anchor CLI's `agent list` sends `include=git` (accepted: no agent has a GitHub binding here)
+//! and `region` (this service's region lists every agent, another none).
 
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, RequestExt, Response};
 use shared::ApiError;
 use shared::agent::AgentStore;
-use shared::agent::listing::{self, AgentList, ListQuery};
+use shared::agent::listing::{self, AgentList, AgentListQuery};
 use shared::auth::{self, KeyStore};
 use shared::cursor::CursorKey;
 use shared::http::{Json, allow};
@@ -30,11 +32,11 @@ async fn list_agents<A: AgentStore, K: KeyStore>(
     shared::http::require_method(request, Method::GET, allow::AGENTS)?;
     tracing::Span::current().record("namespace", caller.namespace.as_str());
     let params = request.query_string_parameters_ref();
-    let query = ListQuery::from_params(
+    let query = AgentListQuery::from_params(
         params.into_iter().flat_map(|params| params.iter()),
         cursor_key,
-        &listing::CURSOR_FORMAT,
         &caller.namespace,
+        &shared::config::region(),
     )?;
     let list = listing::list(agents, &caller.namespace, &query, cursor_key).await?;
     Ok(Json(list))
@@ -95,6 +97,54 @@ mod tests {
         assert_eq!(status, StatusCode::OK);
         assert_eq!(body["services"][0]["name"], "video-bot");
         assert!(body.get("nextCursor").is_none());
+    }
+
+    fn with_query(pairs: &[(&str, &str)]) -> Request {
+        event("list-agents.json").with_query_string_parameters(
+            pairs
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+                .collect::<std::collections::HashMap<_, _>>(),
+        )
+    }
+
+    #[tokio::test]
+    async fn the_anchors_cli_list_is_answered_with_each_agents_region() {
+        let store = MemoryStore::default();
+        seed_fixture_agents(&store).await.unwrap();
+        let region = shared::config::region();
+        for pairs in [
+            vec![("include", "git")],
+            vec![("include", "git"), ("region", region.as_str())],
+        ] {
+            let (status, body) = call(&store, with_query(&pairs)).await;
+            assert_eq!(status, StatusCode::OK, "{pairs:?}: {body}");
+            let services = body["services"].as_array().unwrap();
+            assert_eq!(services.len(), 3, "{pairs:?}");
+            for service in services {
+                assert_eq!(service["region"], region.as_str());
+                assert!(
+                    service.get("git").is_none(),
+                    "no agent has a GitHub binding"
+                );
+            }
+        }
+        let (status, body) = call(&store, with_query(&[("region", "ap-south-9")])).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            body,
+            serde_json::json!({"services": []}),
+            "no agent is there"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_include_other_than_git_is_400_naming_it() {
+        let store = MemoryStore::default();
+        let (status, body) = call(&store, with_query(&[("include", "deployments")])).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["field"], "include");
+        assert_eq!(body["error"], "include must be 'git', or be left out");
     }
 
     #[tokio::test]

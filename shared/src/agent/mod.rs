@@ -1,20 +1,21 @@
 //! Agents: their configuration and its rules (`config`), what is kept of them and the object the
-//! API answers (`record`), the data plane's reports (`status`), the port a store implements
-//! (`store`) and the secret sets a configuration names (`set_use`), what each operation does over
-//! the port (`lifecycle`), and the list answer (`listing`).
+//! API answers (`record`) with its revisions (`revision`), the data plane's reports (`status`),
+//! the port a store implements (`store`) and the secret sets a configuration names (`set_use`),
+//! what each operation does over the port (`lifecycle`), and the list answer (`listing`).
 
 pub mod config;
 pub mod lifecycle;
 pub mod listing;
 pub mod record;
+pub mod revision;
 mod set_use;
 pub mod status;
 mod store;
 
 pub use config::{AgentConfig, ConfigChanges};
 pub use record::{
-    Agent, AgentRecord, Deployment, DeploymentError, DeploymentRecord, DeploymentState,
-    DeploymentStatus, NoiseVivaStatus, Serving,
+    Agent, AgentDetail, AgentRead, AgentRecord, Deployment, DeploymentError, DeploymentRecord,
+    DeploymentState, DeploymentStatus, NoiseVivaStatus, Serving,
 };
 pub use set_use::{NamedSet, SetMember, SetUse};
 pub use status::{ReportOutcome, StatusReport};

@@ -3,9 +3,9 @@
 //!
 //! One reader serves both endpoints: a body is read into [`ConfigChanges`] (each member absent,
 //! `null` or given, every rule checked: [`body`]; the members only the anchor's CLI sends, each
-//! accepted with its meaning or refused naming it: [`anchor`]), and a configuration is the changes applied to
-//! a base: the defaults on create, the agent's current configuration on update ([`merge`]); a
-//! configuration builds its deployment's manifest ([`manifest`]).
+//! accepted with its meaning or refused naming it: [`anchor`]), and a configuration is the
+//! changes applied to a base: the defaults on create, the agent's current configuration on
+//! update ([`merge`]); a configuration builds its deployment's manifest ([`manifest`]).
 
 mod anchor;
 mod body;
