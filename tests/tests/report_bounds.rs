@@ -10,7 +10,7 @@ use integration_tests::{
     start_session, update,
 };
 use serde_json::{Value, json};
-use shared::agent::ReportOutcome;
+use shared::agent::{AgentStore, ReportOutcome};
 use shared::session::report::SessionReportOutcome;
 
 fn detail(namespace: &str, deployment: &Value, state: &str, observed_at: &str) -> Value {
@@ -100,6 +100,72 @@ async fn two_failures_of_250_kb_are_cut_and_the_agent_takes_later_reports() {
     let (_, _, ready) = call(&store, &key, "GET", "bot", None).await;
     assert_eq!(ready["activeDeploymentReady"], true);
     assert_eq!(ready["errors"], json!([]));
+}
+
+#[tokio::test]
+async fn a_reports_restarts_replicas_and_exit_code_are_kept_and_counts_no_u32_holds_are_no_report()
+{
+    let store = TestStore::new().await;
+    let (owner, key) = store.account_with_key("acme").await;
+    let ns = owner.namespace.as_str();
+    let created = create_named_agent(&store, &key, "bot").await;
+    let deployment = &created["activeDeploymentId"];
+    let mut crashed = detail(ns, deployment, "failed", "2026-11-23T10:00:00Z");
+    crashed["error"] = json!({"code": "CRASH_LOOP", "message": "the container exited with code 3"});
+    for (member, past) in [
+        ("restartCount", json!(-1)),
+        ("restartCount", json!(1u64 << 32)),
+        ("replicasStarted", json!(1.5)),
+        ("lastExitCode", json!(1u64 << 31)),
+        ("lastExitCode", json!("3")),
+    ] {
+        let mut bad = crashed.clone();
+        bad[member] = past.clone();
+        // Not a report at all (as a readyReplicas no u32 holds): the function's error, kept in
+        // its failure queue where it can be read, and nothing applied.
+        let outcome =
+            deployment_status::handle(&store.store, integration_tests::status_event(bad)).await;
+        assert!(outcome.is_err(), "{member} {past}: {outcome:?}");
+    }
+    crashed["restartCount"] = json!(2);
+    crashed["replicasStarted"] = json!(3);
+    crashed["lastExitCode"] = json!(3);
+    assert_eq!(report(&store, crashed).await, ReportOutcome::Applied);
+    let kept = store.store.get_agent(ns, "bot").await.unwrap().unwrap();
+    let status = &kept.active.status;
+    assert_eq!(
+        (
+            status.restart_count,
+            status.replicas_started,
+            status.last_exit_code
+        ),
+        (2, 3, Some(3)),
+        "kept in the agent item as reported"
+    );
+    let (_, _, agent) = call(&store, &key, "GET", "bot", None).await;
+    let health = &agent["currentRevision"]["health"];
+    assert_eq!(
+        (
+            &health["restartCount"],
+            &health["replicasStarted"],
+            &health["lastExitCode"]
+        ),
+        (&json!(2), &json!(3), &json!(3)),
+        "the agent's health, as the anchor's CLI reads it: {agent}"
+    );
+    // A report without them (a data plane from before) leaves the defaults.
+    let ready = detail(ns, deployment, "ready", "2026-11-23T10:00:01Z");
+    assert_eq!(report(&store, ready).await, ReportOutcome::Applied);
+    let kept = store.store.get_agent(ns, "bot").await.unwrap().unwrap();
+    let status = &kept.active.status;
+    assert_eq!(
+        (
+            status.restart_count,
+            status.replicas_started,
+            status.last_exit_code
+        ),
+        (0, 0, None)
+    );
 }
 
 /// Names no DynamoDB key can hold (a key's partition stops at 2 KB, its sort key at 1 KB) and
