@@ -69,8 +69,9 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
 
 /// The methods each path serves, one function per method (the `Allow` of a 405).
 pub mod allow {
-    /// `/v1/agents`: list (GET) and create (POST).
-    pub const AGENTS: &str = "GET, POST";
+    /// `/v1/agents`: list (GET), create (POST), and update (PUT: the agent the body's
+    /// `serviceName` names, the anchor CLI's update).
+    pub const AGENTS: &str = "GET, POST, PUT";
     /// `/v1/agents/{agentName}`: get, update, delete.
     pub const AGENT: &str = "GET, POST, DELETE";
     /// `/v1/agents/{agentName}/logs`.
