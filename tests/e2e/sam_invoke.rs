@@ -187,7 +187,18 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         ("update-agent.json", "UpdateAgentFunction", Http(200, None)),
         // The same configuration again: nothing to deploy, still a 200.
         ("update-agent.json", "UpdateAgentFunction", Http(200, None)),
+        // The same agent updated as the anchor's CLI does: PUT /v1/agents naming it.
+        (
+            "update-agent-collection.json",
+            "UpdateAgentFunction",
+            Http(200, None),
+        ),
     ],
+    &[(
+        "update-agent-collection-no-name.json",
+        "UpdateAgentFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
     &[(
         "update-agent-stale-if-match.json",
         "UpdateAgentFunction",
@@ -216,6 +227,51 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         "list-agents-bad-limit.json",
         "ListAgentsFunction",
         Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[(
+        "list-deployments.json",
+        "ListDeploymentsFunction",
+        Http(200, None),
+    )],
+    &[(
+        "list-deployments-unknown-agent.json",
+        "ListDeploymentsFunction",
+        Http(404, Some("NOT_FOUND")),
+    )],
+    &[(
+        "list-deployments-unknown-parameter.json",
+        "ListDeploymentsFunction",
+        Http(400, Some("GENERIC_BAD_REQUEST")),
+    )],
+    &[(
+        "list-deployments-wrong-method.json",
+        "ListDeploymentsFunction",
+        Http(405, Some("METHOD_NOT_ALLOWED")),
+    )],
+    &[(
+        "account-info-properties.json",
+        "AccountInfoFunction",
+        Http(200, None),
+    )],
+    &[(
+        "account-info-regions.json",
+        "AccountInfoFunction",
+        Http(200, None),
+    )],
+    &[(
+        "account-info-organizations.json",
+        "AccountInfoFunction",
+        Http(200, None),
+    )],
+    &[(
+        "account-info-public-key.json",
+        "AccountInfoFunction",
+        Http(403, Some("FORBIDDEN")),
+    )],
+    &[(
+        "account-info-wrong-method.json",
+        "AccountInfoFunction",
+        Http(405, Some("METHOD_NOT_ALLOWED")),
     )],
     &[("agent-logs.json", "AgentLogsFunction", Http(200, None))],
     &[(

@@ -171,10 +171,18 @@ fn routes_agree_across_router_template_and_openapi() {
         BTreeSet::from([
             ("GET".to_owned(), "/v1/agents".to_owned()),
             ("POST".to_owned(), "/v1/agents".to_owned()),
+            ("PUT".to_owned(), "/v1/agents".to_owned()),
             ("GET".to_owned(), "/v1/agents/{agentName}".to_owned()),
             ("POST".to_owned(), "/v1/agents/{agentName}".to_owned()),
             ("DELETE".to_owned(), "/v1/agents/{agentName}".to_owned()),
             ("GET".to_owned(), "/v1/agents/{agentName}/logs".to_owned()),
+            (
+                "GET".to_owned(),
+                "/v1/agents/{agentName}/deployments".to_owned()
+            ),
+            ("GET".to_owned(), "/v1/properties".to_owned()),
+            ("GET".to_owned(), "/v1/regions".to_owned()),
+            ("GET".to_owned(), "/v1/organizations".to_owned()),
             ("GET".to_owned(), "/v1/secrets".to_owned()),
             ("GET".to_owned(), "/v1/secrets/{setName}".to_owned()),
             ("PUT".to_owned(), "/v1/secrets/{setName}".to_owned()),
@@ -398,6 +406,10 @@ async fn call_function(
             delete_agent::handle(s, s, s, retention, request).await
         }
         "agent-logs" => agent_logs::handle(s, s, s, settings, request).await,
+        "list-deployments" => {
+            list_deployments::handle(s, s, &integration_tests::CURSOR_KEY, request).await
+        }
+        "account-info" => account_info::handle(s, "us-east-1", request).await,
         "put-secret-set" => {
             let kms = shared::testing::data_keys::FakeKms::default();
             put_secret_set::handle(s, &kms, s, "us-east-1", request).await

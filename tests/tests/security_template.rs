@@ -4,9 +4,10 @@
 use integration_tests::template::{function_grants, reference, resources_of_type, template};
 use serde_yaml::Value as Yaml;
 
-const PAGED_FUNCTIONS: [&str; 4] = [
+const PAGED_FUNCTIONS: [&str; 5] = [
     "AgentLogsFunction",
     "ListAgentsFunction",
+    "ListDeploymentsFunction",
     "ListSecretSetsFunction",
     "ListSessionsFunction",
 ];

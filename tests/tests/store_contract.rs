@@ -13,6 +13,12 @@ async fn agents_on_the_memory_store_and_dynamodb_local() {
 }
 
 #[tokio::test]
+async fn deployment_history_on_the_memory_store_and_dynamodb_local() {
+    store_contract::deployment_history(&MemoryStore::default()).await;
+    store_contract::deployment_history(&TestStore::new().await.store).await;
+}
+
+#[tokio::test]
 async fn accounts_on_the_memory_store_and_dynamodb_local() {
     store_contract::accounts(&MemoryStore::default()).await;
     store_contract::accounts(&TestStore::new().await.store).await;

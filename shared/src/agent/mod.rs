@@ -19,4 +19,4 @@ pub use record::{
 };
 pub use set_use::{NamedSet, SetMember, SetUse};
 pub use status::{ReportOutcome, StatusReport};
-pub use store::{AgentPage, AgentStore, Change, CreateOutcome, WriteOutcome};
+pub use store::{AgentPage, AgentStore, Change, CreateOutcome, DeploymentPage, WriteOutcome};

@@ -65,6 +65,15 @@ pub struct AgentPage {
     pub more: bool,
 }
 
+/// One page of a service's deployment history, greatest id first: newest first, as deployment
+/// ids are UUIDv7 (time-ordered; ids of v4, made before, sort among themselves at random).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeploymentPage {
+    pub deployments: Vec<DeploymentRecord>,
+    /// Whether deployments follow the last one.
+    pub more: bool,
+}
+
 pub trait AgentStore: Send + Sync {
     /// Writes the agent and its first deployment at once, with the agent among the users of the
     /// sets it names ([`super::SetUse`]), or nothing when the name is taken or a set is missing.
@@ -90,6 +99,17 @@ pub trait AgentStore: Send + Sync {
         service_id: &str,
         deployment_id: &str,
     ) -> impl Future<Output = Result<Option<DeploymentRecord>, StoreError>> + Send;
+
+    /// Up to `limit` deployments of the service's history, greatest id first, each with an id
+    /// below `before` when given (the last id of the page before), read after every write that
+    /// preceded the call: the agent's active deployment, read before, is among them.
+    fn list_deployments(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> impl Future<Output = Result<DeploymentPage, StoreError>> + Send;
 
     /// Up to `limit` agents of the namespace by name, after the name `after`.
     fn list_agents(

@@ -18,8 +18,8 @@ use super::{
     DynamoStore, Item, Replacement, built, classify, item_as, item_of, key, mapping, put_new, s,
 };
 use crate::agent::{
-    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, SetUse,
-    WriteOutcome,
+    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentPage, DeploymentRecord,
+    SetUse, WriteOutcome,
 };
 use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
@@ -207,6 +207,17 @@ impl AgentStore for DynamoStore {
             .map_err(classify)?,
         )?;
         Ok(item.map(DeploymentRecord::from))
+    }
+
+    async fn list_deployments(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<DeploymentPage, StoreError> {
+        self.query_deployments(namespace, service_id, before, limit)
+            .await
     }
 
     async fn list_agents(

@@ -1,6 +1,7 @@
 //! The DynamoDB adapter of every port: one client, the table names, and the requests they share
 //! (conditional transactions, batch writes, error classification). By what it stores:
-//! [`items`] (every item layout and its mapping), [`agents`] (`AgentStore`), [`accounts`]
+//! [`items`] (every item layout and its mapping), [`agents`] (`AgentStore`, its history's pages
+//! in `deployments`), [`accounts`]
 //! (`KeyStore` and the operator's accounts and keys), [`logs`] (`LogStore`), [`first_slice`]
 //! (upgrading the first slice's items, for the operator).
 
@@ -22,6 +23,7 @@ use crate::error::{BoxError, StoreError};
 pub mod accounts;
 mod agent_transaction;
 pub mod agents;
+mod deployments;
 pub mod first_slice;
 pub mod items;
 pub mod logs;

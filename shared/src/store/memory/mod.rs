@@ -8,8 +8,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::account::{Account, AccountStore, KeySummary, NewAccount};
 use crate::agent::{
-    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentRecord, SetUse,
-    WriteOutcome,
+    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentPage, DeploymentRecord,
+    SetUse, WriteOutcome,
 };
 use crate::auth::{ApiKey, KeyHash, KeyKind, KeyRecord, KeyStore, Principal};
 use crate::error::StoreError;
@@ -204,6 +204,29 @@ impl AgentStore for MemoryStore {
             deployment_id.to_owned(),
         );
         Ok(lock(&self.agents).deployments.get(&key).cloned())
+    }
+
+    async fn list_deployments(
+        &self,
+        namespace: &str,
+        service_id: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<DeploymentPage, StoreError> {
+        let state = lock(&self.agents);
+        let mut deployments: Vec<DeploymentRecord> = state
+            .deployments
+            .iter()
+            .filter(|((ns, service, id), _)| {
+                ns == namespace
+                    && service == service_id
+                    && before.is_none_or(|before| id.as_str() < before)
+            })
+            .map(|(_, record)| record.clone())
+            .collect();
+        deployments.sort_by(|a, b| b.deployment.id.cmp(&a.deployment.id));
+        let (deployments, more) = crate::paging::split_page(deployments, limit);
+        Ok(DeploymentPage { deployments, more })
     }
 
     async fn list_agents(

@@ -5,6 +5,7 @@
 
 mod accounts;
 mod agents;
+mod deployments;
 mod named_sets;
 mod secrets;
 mod session_reads;
@@ -12,6 +13,7 @@ mod sessions;
 
 pub use accounts::accounts;
 pub use agents::agents;
+pub use deployments::deployment_history;
 pub use named_sets::agents_naming_sets;
 pub use secrets::secret_sets;
 pub use session_reads::session_reads;
