@@ -389,6 +389,65 @@ async fn logs_responses_conform_to_the_document() {
     }
 }
 
+/// GET /v1/agents/{agentName}/deployments and the anchor CLI's reads (properties, regions,
+/// organizations): each answer of the handlers is the document's.
+#[tokio::test]
+async fn deployments_and_account_reads_conform_to_the_document() {
+    let document = openapi();
+    let store = TestStore::new().await;
+    let (_, key) = store.account_with_key("acme").await;
+    let public = store.public_key("acme").await;
+    let s = &store.store;
+    let first = json!({"serviceName": "bot", "image": "ghcr.io/acme/agent:1.0"});
+    let created = create_agent::handle(s, s, direct_create(Some(&bearer(&key)), &first)).await;
+    assert_eq!(created.status(), 201);
+    let second = json!({"image": "ghcr.io/acme/agent:2.0"});
+    let update = integration_tests::agent_request("POST", &key, "bot", Some(&second));
+    assert_eq!(update_agent::handle(s, s, update).await.status(), 200);
+
+    let list = |agent: &str, query: &[(&str, &str)], key: &shared::auth::ApiKey| {
+        let mut request = integration_tests::agent_request("GET", key, agent, None);
+        *request.uri_mut() = format!("https://api.example.com/v1/agents/{agent}/deployments")
+            .parse()
+            .unwrap();
+        let query = query
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()));
+        lambda_http::RequestExt::with_query_string_parameters(
+            request,
+            query.collect::<std::collections::HashMap<_, _>>(),
+        )
+    };
+    let path = "/agents/{agentName}/deployments";
+    let cursor_key = &integration_tests::CURSOR_KEY;
+    for (agent, query, key, expected) in [
+        ("bot", &[][..], &key, 200),
+        ("bot", &[("limit", "1")][..], &key, 200),
+        ("bot", &[("limit", "0")][..], &key, 400),
+        ("bot", &[("page", "2")][..], &key, 400),
+        ("ghost", &[][..], &key, 404),
+        ("bot", &[][..], &public, 403),
+    ] {
+        let request = list(agent, query, key);
+        let (status, body) = parts(list_deployments::handle(s, s, cursor_key, request).await);
+        assert_eq!(status, expected, "{agent} {query:?}: {body}");
+        assert_conforms(&document, "get", path, status, &body);
+        if query == [("limit", "1")] {
+            assert!(body["nextCursor"].is_string(), "{body}");
+        }
+    }
+
+    for path in ["/properties", "/regions", "/organizations"] {
+        for (key, expected) in [(&key, 200), (&public, 403)] {
+            let mut request = integration_tests::agent_request("GET", key, "", None);
+            *request.uri_mut() = format!("https://api.example.com/v1{path}").parse().unwrap();
+            let (status, body) = parts(account_info::handle(s, "us-east-1", request).await);
+            assert_eq!(status, expected, "{path}: {body}");
+            assert_conforms(&document, "get", path, status, &body);
+        }
+    }
+}
+
 /// The response of the function `binary` to a request.
 async fn call_function(
     binary: &str,

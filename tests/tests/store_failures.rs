@@ -198,6 +198,8 @@ enum Route {
     GetSession,
     StopSession,
     ListSessions,
+    ListDeployments,
+    AccountInfo,
     PutSecretSet,
     ListSecretSets,
     GetSecretSet,
@@ -205,7 +207,7 @@ enum Route {
     DeleteSecret,
 }
 
-const ROUTES: [Route; 15] = [
+const ROUTES: [Route; 17] = [
     Route::CreateAgent,
     Route::ListAgents,
     Route::GetAgent,
@@ -216,6 +218,8 @@ const ROUTES: [Route; 15] = [
     Route::GetSession,
     Route::StopSession,
     Route::ListSessions,
+    Route::ListDeployments,
+    Route::AccountInfo,
     Route::PutSecretSet,
     Route::ListSecretSets,
     Route::GetSecretSet,
@@ -322,6 +326,16 @@ async fn call(route: Route, s: &DynamoStore, fixture: &Fixture) -> Response<Body
             let path = "/v1/agents/voice/sessions";
             let list = request("GET", key, path, &[("agentName", "voice")], None);
             list_sessions::handle(s, s, s, &CURSOR_KEY, list).await
+        }
+        Route::ListDeployments => {
+            let path = "/v1/agents/voice/deployments";
+            let list = request("GET", key, path, &[("agentName", "voice")], None);
+            list_deployments::handle(s, s, &CURSOR_KEY, list).await
+        }
+        // Its one request is the key check: the three paths alike.
+        Route::AccountInfo => {
+            let organizations = request("GET", key, "/v1/organizations", &[], None);
+            account_info::handle(s, REGION, organizations).await
         }
         Route::PutSecretSet => {
             let body = json!({"secretKey": "OTHER_KEY", "secretValue": "v"});

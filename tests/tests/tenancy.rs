@@ -265,6 +265,19 @@ async fn every_other_route(
         let (status, _, body) = call(store, key, method, agent, body.as_ref()).await;
         answers.push((route, status, body));
     }
+    let mut deployments = integration_tests::agent_request("GET", key, "voice", None);
+    *deployments.uri_mut() = "https://api.example.com/v1/agents/voice/deployments"
+        .parse()
+        .unwrap();
+    let response =
+        list_deployments::handle(s, s, &integration_tests::CURSOR_KEY, deployments).await;
+    let (status, body) = parts(response);
+    answers.push(("GET deployments", status, body));
+    let mut organizations = integration_tests::agent_request("GET", key, "", None);
+    *organizations.uri_mut() = "https://api.example.com/v1/organizations".parse().unwrap();
+    let region = shared::config::LOCAL_REGION;
+    let (status, body) = parts(account_info::handle(s, region, organizations).await);
+    answers.push(("GET organizations", status, body));
     let sessions = [
         ("GET sessions", sessions_list_request(key, "voice", &[])),
         ("GET session", session_request("GET", key, "voice", session)),
@@ -289,7 +302,6 @@ async fn every_other_route(
             parts(integration_tests::start_session(store, starter, "voice", None).await);
         answers.push((route, status, body));
     }
-    let region = shared::config::LOCAL_REGION;
     let secrets = [
         ("GET set", secrets_request("GET", key, &["alice-env"], None)),
         ("GET sets", secrets_request("GET", key, &[], None)),
@@ -351,7 +363,9 @@ async fn a_second_account_reaches_nothing_of_the_first_on_every_other_route() {
     let not_found = |status: u16, body: &Value| status == 404 && body["code"] == "NOT_FOUND";
     for (route, status, body) in &answers {
         match *route {
-            "GET agents" | "GET sets" | "PUT set" => assert_eq!(*status, 200, "{route}: {body}"),
+            "GET agents" | "GET sets" | "PUT set" | "GET organizations" => {
+                assert_eq!(*status, 200, "{route}: {body}")
+            }
             _ => assert!(not_found(*status, body), "{route}: {status} {body}"),
         }
         assert!(!body.to_string().contains(&session), "{route}: {body}");
@@ -383,8 +397,13 @@ async fn a_second_account_reaches_nothing_of_the_first_on_every_other_route() {
         listed("GET sets")
     );
     assert_eq!(
+        listed("GET organizations")["organizations"],
+        json!([{"name": bob.account_id, "verboseName": bob.account_id}]),
+        "bob's organization is his account"
+    );
+    assert_eq!(
         answers.len(),
-        14,
+        16,
         "every route but the logs and a create: {answers:?}"
     );
 

@@ -36,10 +36,9 @@ enum Route {
 }
 
 impl Route {
+    /// The last segment of the URI's path, which a stage prefix (a REST event's) leaves alone.
     fn of(request: &Request) -> Option<Self> {
-        use lambda_http::RequestExt;
-        let path = request.raw_http_path();
-        match path.trim_end_matches('/').rsplit('/').next() {
+        match request.uri().path().rsplit('/').next() {
             Some("properties") => Some(Route::Properties),
             Some("regions") => Some(Route::Regions),
             Some("organizations") => Some(Route::Organizations),
