@@ -1,7 +1,8 @@
-//! Agents: their configuration and its rules (`config`), what is kept of them and the object the
-//! API answers (`record`) with its revisions (`revision`), the data plane's reports (`status`),
-//! the port a store implements (`store`) and the secret sets a configuration names (`set_use`),
-//! what each operation does over the port (`lifecycle`), and the list answer (`listing`).
+//! Agents: their configuration and its rules (`config`), what is kept of them (`record`), the
+//! object the API answers (`view`) with its revisions (`revision`), the data plane's reports
+//! (`status`), the port a store implements (`store`) and the secret sets a configuration names
+//! (`set_use`), what each operation does over the port (`lifecycle`), and the list answer
+//! (`listing`).
 
 pub mod config;
 pub mod lifecycle;
@@ -11,12 +12,14 @@ pub mod revision;
 mod set_use;
 pub mod status;
 mod store;
+pub mod view;
 
 pub use config::{AgentConfig, ConfigChanges};
 pub use record::{
-    Agent, AgentDetail, AgentRead, AgentRecord, Deployment, DeploymentError, DeploymentRecord,
-    DeploymentState, DeploymentStatus, NoiseVivaStatus, Serving,
+    AgentRecord, Deployment, DeploymentError, DeploymentRecord, DeploymentState, DeploymentStatus,
+    Serving,
 };
 pub use set_use::{NamedSet, SetMember, SetUse};
 pub use status::{ReportOutcome, StatusReport};
 pub use store::{AgentPage, AgentStore, Change, CreateOutcome, DeploymentPage, WriteOutcome};
+pub use view::{Agent, AgentDetail, AgentRead, NoiseVivaStatus};
