@@ -35,6 +35,8 @@ impl DynamoStore {
             .send()
             .await
             .map_err(classify)?;
+        // A Query stops at 1 MB too: a page cut short by size still says more follow.
+        let cut_short = output.last_evaluated_key.is_some();
         let deployments = output
             .items
             .unwrap_or_default()
@@ -45,6 +47,9 @@ impl DynamoStore {
             .collect::<Result<Vec<_>, _>>()
             .map_err(mapping)?;
         let (deployments, more) = crate::paging::split_page(deployments, limit);
-        Ok(DeploymentPage { deployments, more })
+        Ok(DeploymentPage {
+            more: more || (cut_short && !deployments.is_empty()),
+            deployments,
+        })
     }
 }
