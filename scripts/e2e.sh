@@ -18,11 +18,16 @@
 # alone, on a stack whose DynamoDB Local keeps its data on disk, in .local/e2e-dynamodb, with the
 # functions logging at info as deployed), dataplane (tests/e2e/dataplane.rs: the data plane on
 # the Docker Engine running the example agent's image: replicas, sessions, logs, failures,
-# delete), dataplane-bench (tests/e2e/dataplane_bench.rs: make bench's figures of the data plane
-# on Docker; not in make test). Nothing the stack starts outlives the run (scripts/stack.sh,
+# delete), anchor-cli (tests/e2e/anchor_cli.rs: the anchor's CLI, whole, on the Docker Engine's
+# data plane: deploy, update, status, deployments, a crash loop, scale, start, sessions, logs,
+# stop, list, delete, and the members refused; docs/design/anchor-cli.md section 6),
+# dataplane-bench (tests/e2e/dataplane_bench.rs: make bench's figures of the data plane on
+# Docker; not in make test). Nothing the stack starts outlives the run (scripts/stack.sh,
 # stack_contain).
 #
-# The data plane of the stack runs on the Docker Engine for the dataplane and sessions suites;
+# The data plane of the stack runs on the Docker Engine for the dataplane, anchor-cli and
+# sessions suites (each alone, but for dataplane and anchor-cli, which may share one stack:
+# `e2e.sh watch dataplane anchor-cli` starts it once, for CI's time);
 # the suites written for the simulation (their agents' images are names no registry here serves:
 # on a real engine they fail to pull) run it as the simulation, said in spec.deploymentMode
 # (simulated).
@@ -38,9 +43,17 @@ if [[ " ${*:2} " == *" sessions "* && $# -gt 2 ]]; then
   exec "$PWD/scripts/e2e.sh" "$mode" "${others[@]}"
 fi
 source scripts/stack.sh
+# Whether every suite named is one that may share a stack on the Docker Engine.
+docker_shared() {
+  local suite
+  for suite in "$@"; do
+    case "$suite" in dataplane | anchor-cli) ;; *) return 1 ;; esac
+  done
+}
 if [[ " ${*:2} " == *" dataplane "* || " ${*:2} " == *" dataplane-bench "* ||
-  " ${*:2} " == *" sessions "* ]]; then
-  [ $# = 2 ] || { echo "the dataplane suites run alone" >&2; exit 2; }
+  " ${*:2} " == *" sessions "* || " ${*:2} " == *" anchor-cli "* ]]; then
+  [ $# = 2 ] || docker_shared "${@:2}" ||
+    { echo "the dataplane suites run alone (dataplane and anchor-cli may share a stack)" >&2; exit 2; }
   if [ $$ != 1 ]; then
     # Outside the stack's PID namespace: the engine is the machine's, as a system service is.
     scripts/local.sh docker-engine
@@ -66,7 +79,7 @@ if [[ " $* " == *" backlog "* ]]; then
 fi
 
 # The anchor's SDK and CLI (PyPI pipecatcloud), for the suites that drive the stack with them.
-if [[ " $* " == *" plaintext "* || " $* " == *" sessions "* ]]; then
+if [[ " $* " == *" plaintext "* || " $* " == *" sessions "* || " $* " == *" anchor-cli "* ]]; then
   scripts/local.sh pipecat-cli
   export PIPECAT_BIN=$PWD/.local/pipecat-venv/bin/pipecat
 fi
@@ -150,6 +163,7 @@ for suite in "$@"; do
     plaintext) suite_cargo plaintext ;;
     sessions) suite_cargo anchor_sessions ;;
     dataplane) suite_cargo dataplane ;;
+    anchor-cli) suite_cargo anchor_cli ;;
     dataplane-bench) suite_cargo dataplane_bench ;;
     *) echo "unknown suite $suite" >&2; exit 2 ;;
   esac
