@@ -289,7 +289,7 @@ mod tests {
         let store = MemoryStore::default();
         let response = handle(&store, &store, event("create-agent-wrong-method.json")).await;
         assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
-        assert_eq!(response.headers()["allow"], "GET, POST");
+        assert_eq!(response.headers()["allow"], "GET, POST, PUT");
         let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
         assert_eq!(body["code"], "METHOD_NOT_ALLOWED");
     }
