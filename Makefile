@@ -78,7 +78,7 @@ e2e:
 	@scripts/timed.sh "e2e watch http sessions schemathesis" scripts/e2e.sh watch http sessions schemathesis
 	@scripts/timed.sh "e2e watch backlog" scripts/e2e.sh watch backlog
 	@scripts/timed.sh "e2e watch plaintext" scripts/e2e.sh watch plaintext
-	@scripts/timed.sh "e2e watch dataplane (Docker Engine)" scripts/e2e.sh watch dataplane
+	@scripts/timed.sh "e2e watch dataplane anchor-cli (Docker Engine)" scripts/e2e.sh watch dataplane anchor-cli
 	@scripts/timed.sh "e2e make run twice, killed, interrupted" cargo test --workspace --quiet \
 		--test local_stack -- --ignored --show-output
 	@scripts/timed.sh "e2e sam invoke http sessions" scripts/e2e.sh sam invoke http sessions

@@ -99,7 +99,8 @@ async fn a_session_is_handed_to_a_replica_its_lines_are_read_back_and_its_end_re
         &stack,
         &key,
         "talk",
-        json!({"durationSeconds": 2, "greeting": "hello"}),
+        // Long enough to be running when the start answers on a loaded machine.
+        json!({"durationSeconds": 6, "greeting": "hello"}),
     )
     .await;
     let id = started["sessionId"].as_str().unwrap().to_owned();
