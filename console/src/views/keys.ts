@@ -1,0 +1,88 @@
+// #/settings/api-keys?tab=private|public: the account's keys by kind; Create shows the new key
+// once, in a modal dialog, and forgets it when the dialog closes; Revoke asks first.
+
+import { api, type KeyKind, type KeySummary } from "../api";
+import { announce, field, h, table, time } from "../dom";
+import { go, link } from "../router";
+import { errorBox, heading, showError, type View } from "./common";
+
+const KINDS: Record<KeyKind, { tab: string; about: string }> = {
+  private: { tab: "Private", about: "Private keys (ahk_) may call every route of the API. Keep them on servers." },
+  public: { tab: "Public", about: "Public keys (ahp_) may only start sessions; they may ship in a web page or an app." },
+};
+
+export const keysView: View = async (main, route) => {
+  const kind: KeyKind = route.query.get("tab") === "public" ? "public" : "private";
+  const errors = errorBox();
+  const list = h("div", {}, h("p", {}, "Loading…"));
+  const tabs = h("nav", { class: "tabs", "aria-label": "Key kind" },
+    (Object.keys(KINDS) as KeyKind[]).map((each) =>
+      h("a", { href: link(["settings", "api-keys"], { tab: each }), "aria-current": each === kind ? "page" : null }, KINDS[each].tab)));
+  const name = h("input", { name: "name", required: true, maxlength: 64, autocomplete: "off" });
+  const form = h("form", { class: "card", "aria-label": `Create a ${kind} key` },
+    field("Name", name, "What the key is for, e.g. ci or web (1 to 64 characters)."),
+    h("button", { type: "submit" }, `Create ${kind} key`));
+  const reload = (): void => go(link(["settings", "api-keys"], { tab: kind }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    api.createKey(kind, name.value.trim())
+      .then((created) => {
+        name.value = "";
+        showOnce(created.key, created.name, () => reload());
+      })
+      .catch((error: unknown) => showError(errors, error, form));
+  });
+  main.replaceChildren(heading("API keys"), tabs, h("p", {}, KINDS[kind].about), errors, form, list);
+  try {
+    const keys = (await api.keys()).keys.filter((key) => key.kind === kind);
+    list.replaceChildren(keys.length === 0 ? h("p", {}, `No ${kind} keys.`) : keysTable(kind, keys, errors, reload));
+  } catch (error) {
+    list.replaceChildren();
+    showError(errors, error);
+  }
+};
+
+function keysTable(kind: KeyKind, keys: KeySummary[], errors: HTMLElement, reload: () => void): Node {
+  return h("div", {},
+    table(`${KINDS[kind].tab} keys`, ["Name", "Key", "Created", "Revoked", "Action"], keys.map((key) => {
+      let action: Node | string = "—";
+      if (!key.revokedAt) {
+        const revoke = h("button", { type: "button", class: "danger", "aria-label": `Revoke ${key.name}` }, "Revoke");
+        revoke.addEventListener("click", () => {
+          if (!window.confirm(`Revoke ${key.name} (${key.hint}…)? It stops working within a minute.`)) return;
+          api.revokeKey(key.id).then(() => { announce(`${key.name} revoked`); reload(); })
+            .catch((error: unknown) => showError(errors, error));
+        });
+        action = revoke;
+      }
+      return [key.name, h("code", {}, `${key.hint}…`), time(key.createdAt), time(key.revokedAt), action];
+    })),
+    h("p", { class: "hint" }, "A revoked key stops working within a minute."));
+}
+
+/** The modal that shows a created key once; closing it removes the dialog and the value. */
+function showOnce(key: string, name: string, closed: () => void): void {
+  const value = h("input", { name: "createdKey", readonly: true, value: key, class: "secret", spellcheck: "false" });
+  const copy = h("button", { type: "button" }, "Copy");
+  const close = h("button", { type: "button" }, "Done");
+  const dialog = h("dialog", { "aria-labelledby": "created-h", class: "card" },
+    h("h2", { id: "created-h" }, `Key ${name} created`),
+    h("p", {}, "Copy it now: it is shown once and cannot be read again."),
+    field("Key", value), h("div", { class: "actions" }, copy, close));
+  copy.addEventListener("click", () => {
+    navigator.clipboard.writeText(value.value).then(() => announce("Key copied"), () => {
+      value.select();
+      announce("Copy failed; the key is selected, copy it with the keyboard");
+    });
+  });
+  close.addEventListener("click", () => dialog.close());
+  dialog.addEventListener("close", () => {
+    value.value = "";
+    dialog.remove();
+    closed();
+  });
+  document.body.appendChild(dialog);
+  dialog.showModal();
+  value.focus();
+  value.select();
+}
