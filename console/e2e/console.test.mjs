@@ -1,0 +1,224 @@
+// The console against a running stack (scripts/e2e.sh watch console): issue 35's Show list in
+// order (docs/design/console.md section 6). Needs the stack's variables: STACK_API_URL,
+// STACK_CONSOLE_URL, STACK_PEOPLE_ENDPOINT, STACK_PEOPLE_CLIENT_ID, STACK_PEOPLE_POOL_ID, and
+// the operator command (scripts/admin.sh invite-person) on the stack's store and pool.
+// Screenshots: .local/e2e-console/<nn>-<page>.png, kept.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { launch, watch, screenshots, unnamedControls, scrollsSideways } from "./browser.mjs";
+import { accessToken, password } from "./cognito.mjs";
+import { expiredToken, forgedToken } from "./tokens.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const env = (name) => {
+  const value = process.env[name];
+  assert.ok(value, `${name} is not set: run this suite through scripts/e2e.sh watch console`);
+  return value;
+};
+const api = env("STACK_API_URL").replace(/\/$/, "");
+const consoleUrl = env("STACK_CONSOLE_URL").replace(/\/?$/, "/");
+const people = { endpoint: env("STACK_PEOPLE_ENDPOINT"), clientId: env("STACK_PEOPLE_CLIENT_ID"), poolId: env("STACK_PEOPLE_POOL_ID") };
+
+const run = Date.now().toString(36);
+const a = { account: `acct-a-${run}`, email: `a-${run}@example.test`, password: password() };
+const b = { account: `acct-b-${run}`, email: `b-${run}@example.test`, password: password() };
+// What the steps learn, for the later ones.
+const state = {};
+let browser, page, problems, shots;
+const bodies = [];
+
+// A bounded wait for a condition the stack reaches in its own time (no timed assertion: the
+// bound only stops a hung run).
+async function until(what, check, { tries = 60, pause = 1000 } = {}) {
+  for (let attempt = 0; attempt < tries; attempt += 1) {
+    const value = await check();
+    if (value) return value;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+  assert.fail(`${what}: not after ${tries} tries`);
+}
+
+const call = (method, path, credential, body) =>
+  fetch(`${api}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${credential}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+
+function invite(person) {
+  const out = execFileSync(join(root, "scripts", "admin.sh"),
+    ["invite-person", person.account, person.email, "--create-account", "--password", person.password],
+    { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const match = out.match(/\(person ([^)]+)\)/);
+  assert.ok(match, `invite-person printed its person: ${out}`);
+  return match[1];
+}
+
+async function createKeyInConsole(kind, name) {
+  await page.goto(`${consoleUrl}#/settings/api-keys?tab=${kind}`);
+  await page.getByRole("heading", { name: "API keys", level: 1 }).waitFor();
+  await page.getByLabel("Name").fill(name);
+  await page.getByRole("button", { name: `Create ${kind} key` }).click();
+  const shown = page.getByRole("dialog").getByLabel("Key");
+  await shown.waitFor();
+  return shown.inputValue();
+}
+
+async function closeKeyDialog() {
+  await page.getByRole("dialog").getByRole("button", { name: "Done" }).click();
+  await page.getByRole("dialog").waitFor({ state: "detached" });
+}
+
+before(async () => {
+  rmSync(join(root, ".local", "e2e-console"), { recursive: true, force: true });
+  shots = screenshots(join(root, ".local", "e2e-console"));
+  a.sub = invite(a);
+  b.sub = invite(b);
+  browser = await launch();
+  page = await browser.context.newPage();
+  problems = watch(page);
+  page.on("response", (response) => {
+    if (new URL(response.url()).pathname.startsWith("/v1/")) bodies.push(response.text().catch(() => ""));
+  });
+  console.log(`chromium ${browser.version}; screenshots in ${shots.dir}`);
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+test("1. sign in by keyboard only, to the agents page", async () => {
+  await page.goto(consoleUrl);
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await shots.take(page, "sign-in");
+  await page.keyboard.type(a.email);
+  await page.keyboard.press("Tab");
+  await page.keyboard.type(a.password);
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Agents", level: 1 }).waitFor();
+  await shots.take(page, "agents");
+});
+
+test("2. a private key shown once, copied, working, then revoked", async () => {
+  const key = await createKeyInConsole("private", "ci");
+  assert.match(key, /^ahk_/);
+  await shots.take(page, "key-created");
+  await page.getByRole("button", { name: "Copy" }).click();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key);
+  await closeKeyDialog();
+  await page.getByRole("table", { name: "Private keys" }).waitFor();
+  assert.ok(!(await page.content()).includes(key), "the key is gone from the page once its dialog closed");
+  assert.equal((await call("GET", "/agents", key)).status, 200);
+  page.once("dialog", (dialog) => dialog.accept());
+  await page.getByRole("button", { name: "Revoke ci" }).click();
+  await page.getByRole("button", { name: "Revoke ci" }).waitFor({ state: "detached" });
+  await shots.take(page, "key-revoked");
+  // Locally at once (no authorizer cache); on AWS within the 60 s cache: 65 tries a second.
+  await until("the revoked key refused", async () => (await call("GET", "/agents", key)).status === 401, { tries: 65 });
+});
+
+test("3. keys for an agent, its readiness, a session and its lines", async () => {
+  state.deploy = await createKeyInConsole("private", "deploy");
+  await closeKeyDialog();
+  state.web = await createKeyInConsole("public", "web");
+  assert.match(state.web, /^ahp_/);
+  await closeKeyDialog();
+  await page.getByRole("table", { name: "Public keys" }).getByText("web").waitFor();
+  await shots.take(page, "keys");
+
+  const created = await call("POST", "/agents", state.deploy, { serviceName: "voice", image: "ghcr.io/acme/agent:1.0" });
+  assert.equal(created.status, 201, await created.text());
+  await page.goto(`${consoleUrl}#/agents/voice`);
+  await page.getByRole("heading", { name: "Readiness" }).waitFor();
+  const first = await page.locator("[data-ready]").getAttribute("data-ready");
+  console.log(`agent page first showed ready=${first}`);
+  await shots.take(page, "agent-first");
+  await page.locator('[data-ready="true"]').waitFor({ timeout: 60_000 });
+  await shots.take(page, "agent-ready");
+
+  const started = await call("POST", "/public/voice/start", state.web, { body: {} });
+  assert.equal(started.status, 200, await started.text());
+  state.sessionId = (await started.json()).sessionId;
+  const sessionLink = page.getByRole("link", { name: `Lines of session ${state.sessionId}` });
+  await until("the session on the agent page", async () => {
+    await page.reload();
+    await page.getByRole("heading", { name: "Sessions" }).waitFor();
+    return (await sessionLink.count()) > 0;
+  }, { tries: 20 });
+  await shots.take(page, "agent-session");
+  await sessionLink.click();
+  await page.getByRole("heading", { name: "Logs of voice", level: 1 }).waitFor();
+  await page.getByText("(simulated)").first().waitFor({ timeout: 60_000 });
+  await shots.take(page, "session-lines");
+});
+
+test("4. a secret set in the console is never sent back", async () => {
+  const marker = `marker-${run}-${Math.random().toString(36).slice(2)}`;
+  await page.goto(`${consoleUrl}#/secrets`);
+  await page.getByRole("heading", { name: "Secrets", level: 1 }).waitFor();
+  await page.getByLabel("Set name").fill("bot-secrets");
+  await page.getByLabel("Key", { exact: true }).fill("OPENAI_API_KEY");
+  await page.getByLabel("Value").fill(marker);
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByRole("heading", { name: "Secret set bot-secrets" }).waitFor();
+  await page.getByRole("table", { name: "Keys" }).getByText("OPENAI_API_KEY").waitFor();
+  await shots.take(page, "secret-set");
+  assert.ok(!(await page.content()).includes(marker));
+  await page.reload();
+  await page.getByRole("table", { name: "Keys" }).waitFor();
+  await shots.take(page, "secret-reloaded");
+  assert.ok(!(await page.content()).includes(marker));
+  for (const body of await Promise.all(bodies)) assert.ok(!body.includes(marker), "no answer holds the value");
+});
+
+test("5. tenancy: person B sees nothing of A's; keys on /v1/keys 403; bad tokens 401", async () => {
+  const tokenA = await accessToken(people.endpoint, people.clientId, a.email, a.password);
+  const tokenB = await accessToken(people.endpoint, people.clientId, b.email, b.password);
+  const keysOfA = (await (await call("GET", "/keys", tokenA)).json()).keys;
+  assert.ok(keysOfA.length >= 3, "A's keys are listed for A");
+  for (const path of ["/agents/voice", "/secrets/bot-secrets", `/agents/voice/sessions/${state.sessionId}`]) {
+    assert.equal((await call("GET", path, tokenB)).status, 404, `B's GET ${path}`);
+  }
+  assert.equal((await call("DELETE", `/keys/${keysOfA[0].id}`, tokenB)).status, 404, "B revoking A's key");
+  const keysOfB = (await (await call("GET", "/keys", tokenB)).json()).keys;
+  const idsOfA = new Set(keysOfA.map((key) => key.id));
+  assert.ok(keysOfB.every((key) => !idsOfA.has(key.id)), "none of A's keys in B's list");
+  assert.equal((await call("GET", "/keys", state.deploy)).status, 403, "a private key on /v1/keys");
+  assert.equal((await call("POST", "/keys", state.deploy, { kind: "private", name: "more" })).status, 403);
+  for (const [name, token] of [
+    ["expired", expiredToken(root, { ...people, sub: a.sub })],
+    ["forged", forgedToken({ ...people, sub: a.sub })],
+  ]) {
+    const answer = await call("GET", "/agents", token);
+    assert.equal(answer.status, 401, `${name} token`);
+    assert.match(answer.headers.get("www-authenticate") ?? "", /^Bearer/, `${name} token's WWW-Authenticate`);
+  }
+});
+
+test("6. accessible names everywhere; no sideways scroll at 200 % zoom", async () => {
+  await page.setViewportSize({ width: 640, height: 900 }); // 1280 px wide at 200 %
+  const routes = {
+    "agents": "Agents", "agents/voice": "Agent voice", [`agents/voice/logs?sessionId=${state.sessionId}`]: "Logs of voice",
+    "secrets": "Secrets", "secrets/bot-secrets": "Secret set bot-secrets",
+    "settings/api-keys?tab=private": "API keys", "settings/api-keys?tab=public": "API keys", "settings/security": "Security",
+  };
+  for (const [route, title] of Object.entries(routes)) {
+    await page.goto(`${consoleUrl}#/${route}`);
+    await page.getByRole("heading", { name: title, level: 1 }).waitFor();
+    await page.waitForFunction(() => !document.querySelector("main")?.textContent?.includes("Loading…"));
+    assert.deepEqual(await unnamedControls(page), [], `controls without a name on #/${route}`);
+    assert.equal(await scrollsSideways(page), false, `#/${route} scrolls sideways at 640 px`);
+  }
+  await shots.take(page, "narrow");
+  // The page refuses HTML strings (the CSP's Trusted Types): served with the console's headers.
+  const refused = await page.evaluate(() => {
+    try { document.body.insertAdjacentHTML("beforeend", "<b>x</b>"); return false; } catch { return true; }
+  });
+  assert.equal(refused, true, "Trusted Types refuse HTML strings");
+  assert.deepEqual(problems.filter((problem) => !problem.includes("TrustedHTML")), [], "no CSP violation or page error");
+});
