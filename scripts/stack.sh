@@ -445,6 +445,11 @@ stack_sam_env() {
   bridge=$("$stack_root/scripts/local.sh" docker-bridge-ip)
   STACK_CONTAINER_DYNAMODB_ENDPOINT="http://$bridge:$DYNAMODB_PORT"
   export STACK_CONTAINER_KMS_ENDPOINT="http://$bridge:$KMS_PORT"
+  # A person's tokens: the local pool's (stack_people) with its keys at moto's address as the
+  # containers reach it; without a pool, empty, so every token is refused (as the template's
+  # AWS values would send the functions to AWS's Cognito).
+  local jwks_url=""
+  [ -z "${PEOPLE_POOL_ID:-}" ] || jwks_url="$STACK_CONTAINER_KMS_ENDPOINT/$PEOPLE_POOL_ID/.well-known/jwks.json"
   cat >"$1" <<JSON
 {"Parameters": {"DYNAMODB_ENDPOINT": "$STACK_CONTAINER_DYNAMODB_ENDPOINT",
   "AGENTS_TABLE": "$AGENTS_TABLE", "ACCOUNTS_TABLE": "$ACCOUNTS_TABLE", "LOGS_TABLE": "$LOGS_TABLE",
@@ -452,7 +457,9 @@ stack_sam_env() {
   "KMS_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT", "SECRETS_KEY_ID": "$SECRETS_KEY_ID",
   "EVENTBRIDGE_ENDPOINT": "$STACK_CONTAINER_KMS_ENDPOINT", "EVENT_BUS_NAME": "$EVENT_BUS_NAME",
   "SESSION_START_WAIT_SECONDS": "$SESSION_START_WAIT_SECONDS", "SESSION_SWEEP_AT_EVENT_TIME": "true",
-  "DEPLOYMENT_MODE": "$DEPLOYMENT_MODE"}}
+  "DEPLOYMENT_MODE": "$DEPLOYMENT_MODE",
+  "PEOPLE_ISSUER": "${PEOPLE_ISSUER:-}", "PEOPLE_CLIENT_ID": "${PEOPLE_CLIENT_ID:-}",
+  "PEOPLE_JWKS_URL": "$jwks_url"}}
 JSON
 }
 

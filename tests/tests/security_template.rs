@@ -1,7 +1,9 @@
 //! template.yaml as a platform's security review reads it (docs/security.md): what checkov's
 //! answered checks no longer watch is asserted here, so that a new resource cannot slip past.
 
-use integration_tests::template::{function_grants, reference, resources_of_type, template};
+use integration_tests::template::{
+    function_grants, get_att, reference, resources_of_type, strings, sub, template,
+};
 use serde_yaml::Value as Yaml;
 
 const PAGED_FUNCTIONS: [&str; 5] = [
@@ -108,4 +110,300 @@ fn requests_are_traced_through_the_gateway_into_every_function() {
     );
     let api = &template["Resources"]["Api"]["Properties"];
     assert_eq!(api["TracingEnabled"].as_bool(), Some(true));
+}
+
+/// People (contract section 13, docs/people.md): the operator invites them (no one signs up by
+/// themselves), with e-mail addresses as names, a password policy, and TOTP as the one optional
+/// second factor; the pool outlives the stack, as the tables do.
+#[test]
+fn people_are_invited_by_the_operator_with_strong_passwords_and_optional_totp() {
+    let template = template();
+    let pool = &template["Resources"]["PeoplePool"];
+    assert_eq!(pool["Type"].as_str(), Some("AWS::Cognito::UserPool"));
+    assert_eq!(pool["DeletionPolicy"].as_str(), Some("Retain"));
+    let pool = &pool["Properties"];
+    assert_eq!(
+        pool["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"].as_bool(),
+        Some(true)
+    );
+    assert_eq!(strings(&pool["UsernameAttributes"]), ["email"]);
+    assert_eq!(
+        pool["UsernameConfiguration"]["CaseSensitive"].as_bool(),
+        Some(false)
+    );
+    let password = &pool["Policies"]["PasswordPolicy"];
+    assert!(password["MinimumLength"].as_u64().unwrap() >= 12);
+    for rule in ["RequireUppercase", "RequireLowercase", "RequireNumbers"] {
+        assert_eq!(password[rule].as_bool(), Some(true), "{rule}");
+    }
+    assert_eq!(pool["MfaConfiguration"].as_str(), Some("OPTIONAL"));
+    assert_eq!(strings(&pool["EnabledMfas"]), ["SOFTWARE_TOKEN_MFA"]);
+    assert_eq!(pool["DeletionProtection"].as_str(), Some("ACTIVE"));
+}
+
+/// The console's client lives in a browser: no secret, password sign-in and refresh only (no
+/// flow that hands a token to an admin credential), access tokens of 15 minutes.
+#[test]
+fn the_consoles_client_has_no_secret_two_flows_and_short_lived_tokens() {
+    let template = template();
+    let client = &template["Resources"]["PeopleClient"];
+    assert_eq!(
+        client["Type"].as_str(),
+        Some("AWS::Cognito::UserPoolClient")
+    );
+    let client = &client["Properties"];
+    assert_eq!(reference(&client["UserPoolId"]), Some("PeoplePool"));
+    assert_eq!(client["GenerateSecret"].as_bool(), Some(false));
+    assert_eq!(
+        strings(&client["ExplicitAuthFlows"]),
+        ["ALLOW_USER_PASSWORD_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"]
+    );
+    assert_eq!(
+        client["PreventUserExistenceErrors"].as_str(),
+        Some("ENABLED")
+    );
+    assert_eq!(client["EnableTokenRevocation"].as_bool(), Some(true));
+    let units = &client["TokenValidityUnits"];
+    for (validity, unit, most) in [
+        ("AccessTokenValidity", "AccessToken", 15),
+        ("IdTokenValidity", "IdToken", 15),
+    ] {
+        assert_eq!(units[unit].as_str(), Some("minutes"), "{unit}");
+        assert!(client[validity].as_u64().unwrap() <= most, "{validity}");
+    }
+    assert_eq!(units["RefreshToken"].as_str(), Some("hours"));
+    assert!(client["RefreshTokenValidity"].as_u64().unwrap() <= 12);
+}
+
+/// Every function checks a person's token against this stack's pool and client (the
+/// authorizer, and each function reached without it), and none points elsewhere.
+#[test]
+fn every_function_checks_tokens_of_the_stacks_own_pool_and_client() {
+    let template = template();
+    let people = &template["Globals"]["Function"]["Environment"]["Variables"];
+    let issuer = sub(&people["PEOPLE_ISSUER"]).expect("PEOPLE_ISSUER: a !Sub");
+    assert_eq!(
+        issuer,
+        "https://cognito-idp.${AWS::Region}.amazonaws.com/${PeoplePool}"
+    );
+    assert_eq!(
+        sub(&people["PEOPLE_JWKS_URL"]),
+        Some(format!("{issuer}/.well-known/jwks.json").as_str())
+    );
+    assert_eq!(reference(&people["PEOPLE_CLIENT_ID"]), Some("PeopleClient"));
+    for (name, function) in resources_of_type(&template, "AWS::Serverless::Function") {
+        let variables = &function["Properties"]["Environment"]["Variables"];
+        for variable in ["PEOPLE_ISSUER", "PEOPLE_CLIENT_ID", "PEOPLE_JWKS_URL"] {
+            assert!(variables[variable].is_null(), "{name} overrides {variable}");
+        }
+    }
+    for output in ["PeoplePoolId", "PeopleClientId"] {
+        assert!(
+            !template["Outputs"][output]["Value"].is_null(),
+            "output {output}"
+        );
+    }
+}
+
+/// A person is tied to an account by an item of the accounts table, which the authorizer
+/// already reads: tokens add no permission to it (only outbound HTTPS to the pool's keys).
+#[test]
+fn the_authorizer_may_only_read_items_of_the_accounts_table() {
+    let template = template();
+    let (_, grants) = function_grants(&template)
+        .into_iter()
+        .find(|(name, _)| *name == "AuthorizerFunction")
+        .expect("the authorizer");
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(grants[0].actions, ["dynamodb:GetItem"]);
+    let resources: Vec<_> = grants[0].resources.iter().map(|r| get_att(r)).collect();
+    assert_eq!(resources, [Some("AccountsTable.Arn")]);
+}
+
+/// The console's files: a private bucket (no public access of any kind, no ACL, encrypted,
+/// TLS only) that only this stack's distribution reads, through OAC, and only under console/.
+#[test]
+fn the_consoles_bucket_is_private_and_read_only_by_the_stacks_distribution() {
+    let template = template();
+    let bucket = &template["Resources"]["ConsoleBucket"]["Properties"];
+    let block = &bucket["PublicAccessBlockConfiguration"];
+    for setting in [
+        "BlockPublicAcls",
+        "BlockPublicPolicy",
+        "IgnorePublicAcls",
+        "RestrictPublicBuckets",
+    ] {
+        assert_eq!(block[setting].as_bool(), Some(true), "{setting}");
+    }
+    assert_eq!(
+        bucket["OwnershipControls"]["Rules"][0]["ObjectOwnership"].as_str(),
+        Some("BucketOwnerEnforced")
+    );
+    assert!(
+        !bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+            ["ServerSideEncryptionByDefault"]["SSEAlgorithm"]
+            .is_null()
+    );
+    // Website hosting would serve the files publicly, around OAC.
+    assert!(bucket["WebsiteConfiguration"].is_null());
+
+    let policy = &template["Resources"]["ConsoleBucketPolicy"]["Properties"];
+    assert_eq!(reference(&policy["Bucket"]), Some("ConsoleBucket"));
+    let statements = policy["PolicyDocument"]["Statement"].as_sequence().unwrap();
+    let allows: Vec<_> = statements
+        .iter()
+        .filter(|s| s["Effect"].as_str() == Some("Allow"))
+        .collect();
+    assert_eq!(allows.len(), 1, "{allows:?}");
+    let read = allows[0];
+    assert_eq!(
+        read["Principal"]["Service"].as_str(),
+        Some("cloudfront.amazonaws.com")
+    );
+    assert_eq!(strings(&read["Action"]), ["s3:GetObject"]);
+    assert_eq!(
+        sub(&read["Resource"]),
+        Some("${ConsoleBucket.Arn}/console/*")
+    );
+    let source = sub(&read["Condition"]["StringEquals"]["AWS:SourceArn"]).unwrap();
+    assert!(
+        source.ends_with(":distribution/${ConsoleDistribution}"),
+        "{source}"
+    );
+    let tls_only = statements
+        .iter()
+        .find(|s| s["Effect"].as_str() == Some("Deny"))
+        .expect("a TLS-only statement");
+    assert_eq!(
+        tls_only["Condition"]["Bool"]["aws:SecureTransport"].as_str(),
+        Some("false")
+    );
+
+    let distribution = &template["Resources"]["ConsoleDistribution"]["Properties"];
+    let origins = distribution["DistributionConfig"]["Origins"]
+        .as_sequence()
+        .unwrap();
+    let console = origins
+        .iter()
+        .find(|o| get_att(&o["DomainName"]) == Some("ConsoleBucket.RegionalDomainName"))
+        .expect("the bucket's origin");
+    assert_eq!(
+        get_att(&console["OriginAccessControlId"]),
+        Some("ConsoleOriginAccessControl.Id")
+    );
+    // OAC, not the legacy origin access identity.
+    assert_eq!(
+        console["S3OriginConfig"]["OriginAccessIdentity"].as_str(),
+        Some("")
+    );
+    let oac = &template["Resources"]["ConsoleOriginAccessControl"]["Properties"]["OriginAccessControlConfig"];
+    assert_eq!(oac["SigningBehavior"].as_str(), Some("always"));
+    assert_eq!(oac["SigningProtocol"].as_str(), Some("sigv4"));
+}
+
+/// The console's pages run only their own scripts and styles, send requests only to their own
+/// origin and Cognito's, are never framed, and reach the viewer over HTTPS only.
+#[test]
+fn the_consoles_pages_are_sent_with_a_strict_content_security_policy() {
+    let template = template();
+    let headers = &template["Resources"]["ConsoleHeadersPolicy"]["Properties"]["ResponseHeadersPolicyConfig"]
+        ["SecurityHeadersConfig"];
+    let csp = sub(&headers["ContentSecurityPolicy"]["ContentSecurityPolicy"]).unwrap();
+    let directives: Vec<&str> = csp.split(';').map(str::trim).collect();
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "connect-src 'self' https://cognito-idp.${AWS::Region}.amazonaws.com",
+        "frame-ancestors 'none'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "require-trusted-types-for 'script'",
+    ] {
+        assert!(directives.contains(&directive), "{directive}: {csp}");
+    }
+    assert!(!csp.contains("unsafe-"), "{csp}");
+    assert!(!csp.contains('*'), "{csp}");
+    assert!(!csp.contains("data:"), "{csp}");
+    assert_eq!(
+        headers["ContentSecurityPolicy"]["Override"].as_bool(),
+        Some(true)
+    );
+    assert_eq!(
+        headers["FrameOptions"]["FrameOption"].as_str(),
+        Some("DENY")
+    );
+    assert_eq!(
+        headers["ReferrerPolicy"]["ReferrerPolicy"].as_str(),
+        Some("no-referrer")
+    );
+    assert!(headers["ContentTypeOptions"]["Override"].as_bool() == Some(true));
+    assert!(
+        headers["StrictTransportSecurity"]["AccessControlMaxAgeSec"]
+            .as_u64()
+            .unwrap()
+            >= 31_536_000
+    );
+
+    let config = &template["Resources"]["ConsoleDistribution"]["Properties"]["DistributionConfig"];
+    let console = &config["DefaultCacheBehavior"];
+    assert_eq!(
+        reference(&console["ResponseHeadersPolicyId"]),
+        Some("ConsoleHeadersPolicy")
+    );
+    assert_eq!(
+        console["ViewerProtocolPolicy"].as_str(),
+        Some("redirect-to-https")
+    );
+    assert_eq!(
+        get_att(&console["FunctionAssociations"][0]["FunctionARN"]),
+        Some("ConsoleIndexFunction.FunctionMetadata.FunctionARN")
+    );
+}
+
+/// The API through the console's origin: every method, never cached (each answer is one
+/// account's), with the caller's Authorization passed on to the authorizer, over HTTPS to the
+/// stage's regional address.
+#[test]
+fn the_consoles_origin_forwards_v1_to_the_api_uncached_with_the_callers_credential() {
+    const CACHING_DISABLED: &str = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad";
+    const ALL_VIEWER_EXCEPT_HOST_HEADER: &str = "b689b0a8-53d0-40ab-baf2-68738e2966ac";
+    let template = template();
+    let config = &template["Resources"]["ConsoleDistribution"]["Properties"]["DistributionConfig"];
+    let behaviours = config["CacheBehaviors"].as_sequence().unwrap();
+    let api = behaviours
+        .iter()
+        .find(|b| b["PathPattern"].as_str() == Some("/v1/*"))
+        .expect("a /v1/* behaviour");
+    assert_eq!(api["CachePolicyId"].as_str(), Some(CACHING_DISABLED));
+    assert_eq!(
+        api["OriginRequestPolicyId"].as_str(),
+        Some(ALL_VIEWER_EXCEPT_HOST_HEADER)
+    );
+    assert_eq!(api["ViewerProtocolPolicy"].as_str(), Some("https-only"));
+    let methods = strings(&api["AllowedMethods"]);
+    for method in ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"] {
+        assert!(methods.iter().any(|m| m == method), "{method}");
+    }
+    let origin_id = api["TargetOriginId"].as_str().unwrap();
+    let origin = config["Origins"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|o| o["Id"].as_str() == Some(origin_id))
+        .unwrap();
+    assert_eq!(
+        sub(&origin["DomainName"]),
+        Some("${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}")
+    );
+    assert_eq!(sub(&origin["OriginPath"]), Some("/${Stage}"));
+    let custom = &origin["CustomOriginConfig"];
+    assert_eq!(custom["OriginProtocolPolicy"].as_str(), Some("https-only"));
+    assert_eq!(strings(&custom["OriginSSLProtocols"]), ["TLSv1.2"]);
+    for output in ["ConsoleUrl", "ConsoleBucketName", "ConsoleDistributionId"] {
+        assert!(
+            !template["Outputs"][output]["Value"].is_null(),
+            "output {output}"
+        );
+    }
 }
