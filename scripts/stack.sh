@@ -23,6 +23,8 @@
 #   STACK_DATA_PLANE_BIN   the development data plane's binary (started by the stack unless
 #                          STACK_DATA_PLANE=off: a suite that starts and stops its own)
 #   STACK_DATA_PLANE_LOG, STACK_DATA_PLANE_PID_FILE: its log, and the file naming its current PID
+#   STACK_PEOPLE_ENDPOINT, STACK_PEOPLE_POOL_ID, STACK_PEOPLE_CLIENT_ID: the console's user pool
+#                          (moto's Cognito; stack_people), STACK_CONSOLE_CONFIG its config.json
 #
 # The development data plane keeps its place in the agents table's stream in STACK_CHECKPOINT
 # (default: a file per DynamoDB Local port under .local/), so that a restart resumes there.
@@ -214,6 +216,7 @@ stack_store() {
   export DEPLOYMENT_MODE=${DEPLOYMENT_MODE:-${DATA_PLANE_ENGINE:-docker}}
   stack_admin create-tables
   stack_moto
+  stack_people
 }
 
 # stack_moto: moto's server (AWS has no emulator of KMS, Secrets Manager nor EventBridge) on a
@@ -245,6 +248,56 @@ stack_moto() {
     -H 'Content-Type: application/x-amz-json-1.1' \
     -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/events/aws4_request, SignedHeaders=host, Signature=0' \
     -d "{\"Name\": \"$EVENT_BUS_NAME\"}" >/dev/null
+}
+
+# stack_cognito ACTION JSON: one call of moto's Cognito user pools (JSON protocol; moto checks no
+# signature but tells the service from the credential scope), its answer on stdout.
+stack_cognito() {
+  curl -sf "$COGNITO_ENDPOINT/" -H "X-Amz-Target: AWSCognitoIdentityProviderService.$1" \
+    -H 'Content-Type: application/x-amz-json-1.1' \
+    -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/cognito-idp/aws4_request, SignedHeaders=host, Signature=0' \
+    -d "$2"
+}
+
+# stack_people: the console's user pool and app client in moto (after stack_moto, on its
+# server), as template.yaml's PeoplePool and PeopleClient declare them (moto emulates the
+# password policy; not lockout, TOTP codes, triggers nor e-mail: docs/people.md). A new pool
+# each run: moto keeps nothing. Exports what the functions check a person's token against
+# (PEOPLE_ISSUER: the AWS form, as moto's tokens name it; PEOPLE_JWKS_URL: moto's address),
+# what the operator command invites people with (COGNITO_ENDPOINT, PEOPLE_POOL_ID), and the
+# console's config.json (STACK_CONSOLE_CONFIG) with the STACK_PEOPLE_* the console suite reads.
+stack_people() {
+  export COGNITO_ENDPOINT=$KMS_ENDPOINT
+  export PEOPLE_POOL_ID PEOPLE_CLIENT_ID
+  PEOPLE_POOL_ID=$(stack_cognito CreateUserPool '{"PoolName": "people-local",
+    "UsernameAttributes": ["email"], "AutoVerifiedAttributes": ["email"],
+    "UsernameConfiguration": {"CaseSensitive": false},
+    "MfaConfiguration": "OPTIONAL",
+    "Policies": {"PasswordPolicy": {"MinimumLength": 12, "RequireUppercase": true,
+      "RequireLowercase": true, "RequireNumbers": true, "RequireSymbols": false,
+      "TemporaryPasswordValidityDays": 7}},
+    "AdminCreateUserConfig": {"AllowAdminCreateUserOnly": true},
+    "AccountRecoverySetting": {"RecoveryMechanisms": [{"Name": "verified_email", "Priority": 1}]}}' |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["UserPool"]["Id"])')
+  PEOPLE_CLIENT_ID=$(stack_cognito CreateUserPoolClient "{\"UserPoolId\": \"$PEOPLE_POOL_ID\",
+    \"ClientName\": \"console\", \"GenerateSecret\": false,
+    \"ExplicitAuthFlows\": [\"ALLOW_USER_PASSWORD_AUTH\", \"ALLOW_REFRESH_TOKEN_AUTH\"],
+    \"PreventUserExistenceErrors\": \"ENABLED\", \"EnableTokenRevocation\": true,
+    \"AccessTokenValidity\": 15, \"IdTokenValidity\": 15, \"RefreshTokenValidity\": 12,
+    \"TokenValidityUnits\": {\"AccessToken\": \"minutes\", \"IdToken\": \"minutes\",
+      \"RefreshToken\": \"hours\"}}" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["UserPoolClient"]["ClientId"])')
+  export PEOPLE_ISSUER="https://cognito-idp.$AWS_REGION.amazonaws.com/$PEOPLE_POOL_ID"
+  export PEOPLE_JWKS_URL="$KMS_ENDPOINT/$PEOPLE_POOL_ID/.well-known/jwks.json"
+  export STACK_PEOPLE_ENDPOINT=$COGNITO_ENDPOINT STACK_PEOPLE_POOL_ID=$PEOPLE_POOL_ID
+  export STACK_PEOPLE_CLIENT_ID=$PEOPLE_CLIENT_ID
+  export STACK_CONSOLE_CONFIG="$stack_root/.local/console-config-$DYNAMODB_PORT.json"
+  mkdir -p "$stack_root/.local"
+  stack_files+=("$STACK_CONSOLE_CONFIG")
+  cat >"$STACK_CONSOLE_CONFIG" <<JSON
+{"apiBase": "/v1", "region": "$AWS_REGION", "userPoolId": "$PEOPLE_POOL_ID",
+ "clientId": "$PEOPLE_CLIENT_ID", "cognitoEndpoint": "$COGNITO_ENDPOINT/", "selfSignUp": false}
+JSON
 }
 
 # stack_key ACCOUNT NAMESPACE: prints a new key of the account (created with that namespace if new).
@@ -335,6 +388,7 @@ stack_watch() {
     --concurrency "${WATCH_CONCURRENCY:-8}" --disable-cors \
     ${STACK_WATCH_IGNORE_CHANGES:+--ignore-changes} \
     --env-var "DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT,AGENTS_TABLE=$AGENTS_TABLE,ACCOUNTS_TABLE=$ACCOUNTS_TABLE,LOGS_TABLE=$LOGS_TABLE,CURSOR_SECRET_ID=$CURSOR_SECRET_ID,SECRETS_MANAGER_ENDPOINT=$SECRETS_MANAGER_ENDPOINT,KMS_ENDPOINT=$KMS_ENDPOINT,SECRETS_KEY_ID=$SECRETS_KEY_ID,SESSION_START_WAIT_SECONDS=$SESSION_START_WAIT_SECONDS,SESSION_SWEEP_AT_EVENT_TIME=true,DEPLOYMENT_MODE=$DEPLOYMENT_MODE" \
+    --env-var "PEOPLE_ISSUER=$PEOPLE_ISSUER,PEOPLE_CLIENT_ID=$PEOPLE_CLIENT_ID,PEOPLE_JWKS_URL=$PEOPLE_JWKS_URL" \
     --env-var "AWS_REGION=$AWS_REGION,AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY,RUST_LOG=${RUST_LOG:-info}") \
     >"$log" 2>&1 &
   stack_pids+=("$!")
