@@ -8,13 +8,16 @@ is the contract's 400 naming exactly that rule's field; any other rejection stil
 The rules themselves are tested in tests/ (logs.rs, create_agent.rs) and in the unit tests.
 
 An `If-Match` names a version (ETag) the service issued, as a cursor is a token it issued: a
-generated one names no version of the agent, and the contract answers 412 PRECONDITION_FAILED.
+generated one names no version of the agent, and the contract answers 412 PRECONDITION_FAILED,
+also when the body breaks a rule (the precondition comes before the content, RFC 9110 13.2.1).
 The hook drops that 412 only for a request that sent If-Match (the 412 itself is tested in
 tests/tests/lifecycle.rs and events/update-agent-stale-if-match.json).
 
-Likewise an `Idempotency-Key` is bound to the first body sent with it (24 hours): a later request
-with that key and another body is a 422 by the contract of the header. The hook remembers the
-first body of every key that got a 201, and drops the 422 only when the body really differs.
+Likewise an `Idempotency-Key` is bound to the first request sent with it (24 hours): a later
+request with that key and another body, or an update of another agent, is a 422 by the contract
+of the header. The hook remembers the first request of every key that got a 201 (a create) or a
+200 (an update: POST /agents/{agentName}, or PUT /agents naming its agent in serviceName, the same
+operation), and drops the 422 only when the request really differs.
 
 A secret set PUT has rules of the same kind (contract section 10): `name` must be the path's set
 name and `region` the stack's; an image pull secret's value must be the base64 of `user:token`
@@ -25,6 +28,9 @@ cannot see: a set of the other type (409), a set full at 100 keys or 64 KiB, an 
 /v1/secrets/{name}`, `GET /v1/secrets`), holds that state and the answer is the contract's naming
 it: the set's type, its keys, the account's sets. Values are write-only, so a set's bytes are
 counted from the values the run itself wrote; a key the run did not write keeps the failure.
+
+An agent's `region` (the anchor CLI's member) must be the stack's region, as a secret set's must,
+on a create and on either update (POST /agents/{agentName}, PUT /agents).
 
 An agent's `secretSet` and `imagePullSecretSet` must name a set of that type in the account
 (contract section 10), which the generator cannot know: a 400 naming one of them is dropped only
@@ -138,8 +144,13 @@ def _broken_cross_field_rules(case) -> set[str]:
             broken.add("cursor")
     elif method == "PUT" and case.operation.path.startswith("/secrets/"):
         broken |= _broken_secret_set_rules(case)
-    elif method == "POST" and isinstance(case.body, dict):
-        # An update's serviceName, if given, is the path's name: an agent cannot be renamed.
+    elif method in ("POST", "PUT") and case.operation.path.startswith("/agents") and isinstance(case.body, dict):
+        # A create's or an update's region (the anchor CLI's member) is the stack's.
+        region = case.body.get("region")
+        if region is not None and region != STACK_REGION:
+            broken.add("region")
+        # An update's serviceName, if given, is the path's name: an agent cannot be renamed (PUT
+        # /agents has no path name: serviceName names the agent).
         agent = (case.path_parameters or {}).get("agentName")
         name = case.body.get("serviceName")
         if agent is not None and name is not None and name != agent:
@@ -156,12 +167,34 @@ def _broken_cross_field_rules(case) -> set[str]:
     return broken
 
 
-# Idempotency-Key → canonical JSON of the body whose create got a 201 with it.
+# Idempotency-Key → what the service bound it to (_bound_request) when it first answered it.
 _first_body_of_key: dict[str, str] = {}
 
 
 def _canonical(body) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def _json_body(case):
+    """The case's body when it is JSON (schemathesis marks a request without one NotSet)."""
+    body = case.body
+    return body if isinstance(body, (dict, list, str, int, float, bool, type(None))) else None
+
+
+def _bound_request(case):
+    """What the service binds an Idempotency-Key to, as canonical JSON: a create's body, or an
+    update's agent and body (PUT /agents names its agent in serviceName, as POST
+    /agents/{agentName} does in its path: one operation, so a retry by either is the same)."""
+    method, path, body = case.operation.method.upper(), case.operation.path, _json_body(case)
+    if method == "POST" and path == "/agents":
+        return _canonical(body)
+    if method == "POST" and path == "/agents/{agentName}":
+        agent = (case.path_parameters or {}).get("agentName")
+    elif method == "PUT" and path == "/agents":
+        agent = body.get("serviceName") if isinstance(body, dict) else None
+    else:
+        return None
+    return _canonical({"update": agent, "body": body})
 
 
 def _idempotency_key(case):
@@ -187,8 +220,9 @@ def map_headers(context, headers):
 @schemathesis.hook
 def after_call(context, case, response) -> None:
     key = _idempotency_key(case)
-    if key is not None and response.status_code == 201 and key not in _first_body_of_key:
-        _first_body_of_key[key] = _canonical(case.body)
+    bound = _bound_request(case)
+    if key is not None and bound is not None and response.status_code in (200, 201):
+        _first_body_of_key.setdefault(key, bound)
     _note_set_write(case, response)
 
 
@@ -200,7 +234,9 @@ def _header(case, wanted: str):
 
 
 def _is_generated_if_match(failure, case, response) -> bool:
-    if failure.code != "ST202" or response.status_code != 412:
+    # ST201 too: a body the update would refuse, sent with an If-Match no version has, is a 412,
+    # since the precondition is evaluated before the request's content (RFC 9110, 13.2.1).
+    if failure.code not in ("ST201", "ST202") or response.status_code != 412:
         return False
     try:
         body = json.loads(response.content)
@@ -223,7 +259,7 @@ def _is_reused_idempotency_key(failure, case, response) -> bool:
     if not isinstance(body, dict) or body.get("code") != "IDEMPOTENCY_KEY_REUSED":
         return False
     key = _idempotency_key(case)
-    return key in _first_body_of_key and _first_body_of_key[key] != _canonical(case.body)
+    return key in _first_body_of_key and _first_body_of_key[key] != _bound_request(case)
 
 
 # What a secret set PUT can meet in the sets earlier requests of the run made: the set's other
@@ -362,7 +398,9 @@ def _is_set_not_held(failure, case, response) -> bool:
     that type (asked of the stack, not taken from the answer)."""
     if failure.code != "ST202" or response.status_code != 400:
         return False
-    if case.operation.method.upper() != "POST" or not isinstance(case.body, dict):
+    if case.operation.method.upper() not in ("POST", "PUT") or not isinstance(case.body, dict):
+        return False
+    if not case.operation.path.startswith("/agents"):
         return False
     try:
         body = json.loads(response.content)

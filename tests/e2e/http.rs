@@ -116,16 +116,23 @@ async fn bad_creates_get_the_contracts_error_and_write_nothing() {
     assert_eq!(too_large.status, 413);
     assert_eq!(too_large.body["code"], "PAYLOAD_TOO_LARGE");
 
+    // PUT on the collection is the anchor CLI's update: of an agent that does not exist, a 404.
     let put = stack
         .call(Method::PUT, "/agents", Some(&bearer(&key)), |request| {
             request.json(&agent_body("put-bot"))
         })
         .await;
-    assert_eq!(put.status, 405);
-    assert_eq!(put.header("allow"), Some("GET, POST"));
+    assert_eq!(put.status, 404);
+    let patch = stack
+        .call(Method::PATCH, "/agents", Some(&bearer(&key)), |request| {
+            request.json(&agent_body("patch-bot"))
+        })
+        .await;
+    assert_eq!(patch.status, 405);
+    assert_eq!(patch.header("allow"), Some("GET, POST, PUT"));
 
     // None of them made an agent: their names have no logs to read.
-    for name in ["typo-bot", "large-bot", "put-bot"] {
+    for name in ["typo-bot", "large-bot", "put-bot", "patch-bot"] {
         assert_eq!(stack.logs(&key, name, &[]).await.status, 404, "{name}");
     }
 }
