@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use shared::auth::{ApiKey, KeyKind, authenticate};
+use shared::auth::{ApiKey, CallerKind, KeyKind, authenticate};
 use shared::config::{DYNAMODB_ENDPOINT, TableNames};
 use shared::store::dynamodb::DynamoStore;
 
@@ -54,7 +54,10 @@ async fn accepted(store: &DynamoStore, key: &ApiKey) -> Option<KeyKind> {
     let bearer = format!("Bearer {}", key.expose());
     headers.insert("authorization", bearer.parse().unwrap());
     let caller = authenticate(&headers, store).await.unwrap();
-    caller.map(|caller| caller.kind)
+    match caller?.kind {
+        CallerKind::Key(kind) => Some(kind),
+        CallerKind::Person { .. } => None,
+    }
 }
 
 #[tokio::test]

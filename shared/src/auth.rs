@@ -5,6 +5,12 @@
 //! recognise the prefix, and a mistyped key is refused without a store read. Only the SHA-256 of
 //! a key is stored; the key is shown once, at issue. A public key may only start sessions
 //! (contract section 11): [`caller`] refuses it with 403, [`session_caller`] takes both kinds.
+//!
+//! The same `Authorization: Bearer` header also carries a person's Cognito access token (the
+//! console's; design console section 1): [`bearer_credential`] tells the two apart by shape, and
+//! [`authenticate`] checks either, the token with [`crate::people::Verifier`] and then the
+//! person's item in the accounts table. A person may do what a private key may, and alone may
+//! manage keys ([`person_caller`]).
 
 use std::fmt;
 
@@ -29,6 +35,12 @@ const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop
 pub const CONTEXT_ACCOUNT_ID: &str = "accountId";
 pub const CONTEXT_NAMESPACE: &str = "namespace";
 pub const CONTEXT_KEY_KIND: &str = "keyKind";
+/// Present only for a person (then `keyKind` is absent): the user pool's `sub`.
+pub const CONTEXT_PERSON_ID: &str = "personId";
+
+/// The longest access token looked at: Cognito's are about 1 KB; a larger "token" is refused
+/// without a signature check.
+pub const MAX_TOKEN_BYTES: usize = 4096;
 
 /// What a key may do: a private key every route; a public key, meant to be shipped in a web or
 /// mobile client, only a session start. Told by the key's prefix, which its hash covers.
@@ -202,11 +214,29 @@ pub struct Principal {
     pub namespace: String,
 }
 
-/// A checked key's caller, and what the key may do.
+/// A person of the console, as the accounts table ties them to one account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonRecord {
+    /// The user pool's `sub`.
+    pub person_id: String,
+    pub account_id: String,
+    pub namespace: String,
+    pub email: String,
+    pub created_at: String,
+}
+
+/// Who holds the credential: a key of a kind, or a person signed in to the console.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallerKind {
+    Key(KeyKind),
+    Person { person_id: String },
+}
+
+/// A checked credential's caller, and what the credential may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub principal: Principal,
-    pub kind: KeyKind,
+    pub kind: CallerKind,
 }
 
 /// What the store knows of a key.
@@ -220,45 +250,116 @@ pub struct KeyRecord {
     pub revoked_at: Option<String>,
 }
 
-/// The port keys are looked up behind.
+/// The port keys (and the people of the console) are looked up behind.
 pub trait KeyStore: Send + Sync {
     fn find_key(
         &self,
         hash: &KeyHash,
     ) -> impl std::future::Future<Output = Result<Option<KeyRecord>, StoreError>> + Send;
+
+    /// The person whose user-pool `sub` is `person_id`, if the accounts table ties them to an
+    /// account. Default: a store that knows no people (test doubles).
+    fn find_person(
+        &self,
+        person_id: &str,
+    ) -> impl std::future::Future<Output = Result<Option<PersonRecord>, StoreError>> + Send {
+        let _ = person_id;
+        std::future::ready(Ok(None))
+    }
 }
 
-/// The key of an `Authorization: Bearer <key>` header: exactly one header, the scheme word in
-/// any case, one space, a well-formed key. Anything else is `None`.
-pub fn bearer_key(headers: &HeaderMap) -> Option<ApiKey> {
+/// What an `Authorization: Bearer` header carries, told apart by shape alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    Key(ApiKey),
+    /// Three base64url segments of at most [`MAX_TOKEN_BYTES`]: a JWS, not yet checked.
+    Token(String),
+}
+
+/// The credential of an `Authorization: Bearer <x>` header: exactly one header, the scheme word
+/// in any case, one space, then a well-formed key or something shaped like a JWS. Anything else
+/// is `None` (refused without a store read).
+pub fn bearer_credential(headers: &HeaderMap) -> Option<Credential> {
+    let value = bearer_value(headers)?;
+    if KeyKind::of_key(value).is_some() {
+        return ApiKey::parse(value).ok().map(Credential::Key);
+    }
+    is_jws_shaped(value).then(|| Credential::Token(value.to_owned()))
+}
+
+/// Three non-empty base64url segments (no padding), at most [`MAX_TOKEN_BYTES`] in all.
+fn is_jws_shaped(text: &str) -> bool {
+    let base64url = |segment: &str| {
+        !segment.is_empty()
+            && segment
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    text.len() <= MAX_TOKEN_BYTES && {
+        let segments: Vec<&str> = text.split('.').collect();
+        segments.len() == 3 && segments.into_iter().all(base64url)
+    }
+}
+
+/// The text after `Bearer ` of the one `Authorization` header.
+fn bearer_value(headers: &HeaderMap) -> Option<&str> {
     let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
     let value = values.next()?;
     if values.next().is_some() {
         return None;
     }
-    let (scheme, key) = value.to_str().ok()?.split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return None;
-    }
-    ApiKey::parse(key).ok()
+    let (scheme, credential) = value.to_str().ok()?.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(credential)
 }
 
-/// The one check of a key: well-formed, known, not revoked. `None` for every refusal alike (no
-/// header, a malformed, unknown or revoked key); an error only when the store could not say.
+/// The key of an `Authorization: Bearer <key>` header: exactly one header, the scheme word in
+/// any case, one space, a well-formed key. Anything else is `None`.
+pub fn bearer_key(headers: &HeaderMap) -> Option<ApiKey> {
+    match bearer_credential(headers)? {
+        Credential::Key(key) => Some(key),
+        Credential::Token(_) => None,
+    }
+}
+
+/// The one check of a credential: a key well-formed, known, not revoked; a token verified
+/// ([`crate::people::Verifier::global`]: none configured refuses every token) and its person
+/// tied to an account. `None` for every refusal alike; an error only when the store (or the
+/// user pool's JWKS) could not say.
 pub async fn authenticate<K: KeyStore>(
     headers: &HeaderMap,
     keys: &K,
 ) -> Result<Option<Caller>, StoreError> {
-    let Some(key) = bearer_key(headers) else {
-        return Ok(None);
-    };
+    match bearer_credential(headers) {
+        None => Ok(None),
+        Some(Credential::Key(key)) => authenticate_key(&key, keys).await,
+        Some(Credential::Token(token)) => match crate::people::Verifier::global() {
+            // Boxed as a trait object: the token path's future (JWS checks, a JWKS fetch over
+            // hyper) is deep and rare; without it every handler's future type holds it (rustc's
+            // query depth limit) and key traffic's futures stay as they were.
+            Some(verifier) => {
+                let check: std::pin::Pin<Box<dyn Future<Output = _> + Send + '_>> =
+                    Box::pin(authenticate_token(verifier, &token, keys));
+                check.await
+            }
+            None => {
+                tracing::info!("access token refused: no user pool configured");
+                Ok(None)
+            }
+        },
+    }
+}
+
+async fn authenticate_key<K: KeyStore>(
+    key: &ApiKey,
+    keys: &K,
+) -> Result<Option<Caller>, StoreError> {
     Ok(match keys.find_key(&key.hash()).await? {
         Some(record) if record.revoked_at.is_none() => Some(Caller {
             principal: Principal {
                 account_id: record.account_id,
                 namespace: record.namespace,
             },
-            kind: key.kind(),
+            kind: CallerKind::Key(key.kind()),
         }),
         Some(record) => {
             tracing::info!(key_id = %record.key_id, "revoked API key refused");
@@ -268,20 +369,49 @@ pub async fn authenticate<K: KeyStore>(
     })
 }
 
+/// A token checked by `verifier`, then its person looked up: a verified token of a person the
+/// accounts table does not know (never invited, or removed) is refused as a bad key is.
+pub async fn authenticate_token<K: KeyStore>(
+    verifier: &crate::people::Verifier,
+    token: &str,
+    keys: &K,
+) -> Result<Option<Caller>, StoreError> {
+    let Some(person_id) = verifier.verify(token).await? else {
+        return Ok(None);
+    };
+    Ok(match keys.find_person(&person_id).await? {
+        Some(person) => Some(Caller {
+            principal: Principal {
+                account_id: person.account_id,
+                namespace: person.namespace,
+            },
+            kind: CallerKind::Person {
+                person_id: person.person_id,
+            },
+        }),
+        None => {
+            tracing::info!(person_id = %person_id, "token of a person of no account refused");
+            None
+        }
+    })
+}
+
 /// The caller the gateway's authorizer put into the request context, if any. Only the REST
 /// API's context (payload 1.0) counts: that is what the deployed gateway and `sam local` send. A
 /// payload 2.0 request (cargo lambda watch, a function URL) always has its key checked here. A
-/// context without `keyKind` is a private key's: the authorizer names public keys, and none
-/// existed before it did.
+/// context with `personId` is a person's (the authorizer then writes no `keyKind`); one without
+/// either is a private key's: the authorizer names public keys, and none existed before it did.
 pub fn caller_from_context(context: Option<&RequestContext>) -> Option<Caller> {
     let Some(RequestContext::ApiGatewayV1(context)) = context else {
         return None;
     };
     let fields = &context.authorizer.fields;
     let text = |name: &str| fields.get(name)?.as_str().map(str::to_owned);
-    let kind = match text(CONTEXT_KEY_KIND) {
-        None => KeyKind::Private,
-        Some(kind) => kind.parse().ok()?,
+    let kind = match (text(CONTEXT_PERSON_ID), text(CONTEXT_KEY_KIND)) {
+        (Some(person_id), None) if !person_id.is_empty() => CallerKind::Person { person_id },
+        (Some(_), _) => return None,
+        (None, None) => CallerKind::Key(KeyKind::Private),
+        (None, Some(kind)) => CallerKind::Key(kind.parse().ok()?),
     };
     Some(Caller {
         principal: Principal {
@@ -292,7 +422,7 @@ pub fn caller_from_context(context: Option<&RequestContext>) -> Option<Caller> {
     })
 }
 
-/// The caller of a session start, with a key of either kind: from the gateway authorizer's
+/// The caller of a session start, with any credential (a key of either kind, a person): from the gateway authorizer's
 /// context when the request came through the gateway, otherwise (cargo lambda watch, a function
 /// URL) by checking the key here with the same code the authorizer runs. No route is ever
 /// unauthenticated.
@@ -309,15 +439,34 @@ pub async fn session_caller<K: KeyStore>(
     }
 }
 
-/// The caller of every other route: a private key's account; a public key is a 403.
+/// The caller of every other route: a private key's account or a person's; a public key is a
+/// 403.
 pub async fn caller<K: KeyStore>(
     request: &lambda_http::Request,
     keys: &K,
 ) -> Result<Principal, ApiError> {
     let caller = session_caller(request, keys).await?;
     match caller.kind {
-        KeyKind::Private => Ok(caller.principal),
-        KeyKind::Public => Err(ApiError::Forbidden),
+        CallerKind::Key(KeyKind::Private) | CallerKind::Person { .. } => Ok(caller.principal),
+        CallerKind::Key(KeyKind::Public) => Err(ApiError::Forbidden),
+    }
+}
+
+/// The caller of the routes only a person may use (`/v1/keys`): any API key is a 403, so a
+/// leaked key cannot mint more. The person as the accounts table knows them at this moment.
+pub async fn person_caller<K: KeyStore>(
+    request: &lambda_http::Request,
+    keys: &K,
+) -> Result<PersonRecord, ApiError> {
+    let caller = session_caller(request, keys).await?;
+    let CallerKind::Person { person_id } = caller.kind else {
+        return Err(ApiError::Forbidden);
+    };
+    // Through the gateway the context names the person only; their record (e-mail, creation)
+    // is one GetItem, and a person removed since the cached verdict is refused here at once.
+    match keys.find_person(&person_id).await? {
+        Some(person) if person.account_id == caller.principal.account_id => Ok(person),
+        _ => Err(ApiError::Unauthorized),
     }
 }
 
@@ -463,5 +612,221 @@ mod tests {
             bearer_key(&headers(&[one.as_bytes(), one.as_bytes()])),
             None
         );
+    }
+
+    #[test]
+    fn bearer_credentials_are_a_key_or_a_jws_shaped_token_and_nothing_else() {
+        let key = ApiKey::generate();
+        let bearer =
+            |value: &str| bearer_credential(&headers(&[format!("Bearer {value}").as_bytes()]));
+        assert_eq!(bearer(key.expose()), Some(Credential::Key(key.clone())));
+        let token = crate::people::testing::TestIssuer::global().access_token("p-1");
+        assert_eq!(bearer(&token), Some(Credential::Token(token.clone())));
+        assert_eq!(
+            bearer("a-b_c.d.e"),
+            Some(Credential::Token("a-b_c.d.e".into()))
+        );
+        let long = format!("{}.b.c", "a".repeat(MAX_TOKEN_BYTES));
+        for refused in [
+            "a.b",         // two segments
+            "a.b.c.d",     // four (a JWE has five)
+            "a..c",        // an empty one
+            "a.b=.c",      // padding
+            "a.b+/.c",     // base64, not base64url
+            "ahk_short",   // a key's prefix, not a key
+            long.as_str(), // over 4096 bytes
+        ] {
+            assert_eq!(bearer(refused), None, "{refused}");
+        }
+        // A token is no key: bearer_key stays the key's own check.
+        assert_eq!(
+            bearer_key(&headers(&[format!("Bearer {token}").as_bytes()])),
+            None
+        );
+    }
+
+    /// Keys and people on their own: no store needed beyond two maps.
+    #[derive(Default)]
+    struct People {
+        people: Vec<PersonRecord>,
+        key: Option<(ApiKey, KeyRecord)>,
+    }
+
+    impl KeyStore for People {
+        async fn find_key(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StoreError> {
+            Ok(self
+                .key
+                .as_ref()
+                .filter(|(key, _)| &key.hash() == hash)
+                .map(|(_, record)| record.clone()))
+        }
+
+        async fn find_person(&self, person_id: &str) -> Result<Option<PersonRecord>, StoreError> {
+            Ok(self
+                .people
+                .iter()
+                .find(|p| p.person_id == person_id)
+                .cloned())
+        }
+    }
+
+    fn person(person_id: &str, account_id: &str) -> PersonRecord {
+        PersonRecord {
+            person_id: person_id.into(),
+            account_id: account_id.into(),
+            namespace: format!("{account_id}-ns"),
+            email: format!("{person_id}@example.test"),
+            created_at: "2026-11-26T14:00:00.000Z".into(),
+        }
+    }
+
+    fn with_key(kind: KeyKind) -> People {
+        let key = ApiKey::generate_of(kind);
+        let record = KeyRecord {
+            key_id: key.hash().key_id().to_owned(),
+            kind,
+            account_id: "acme".into(),
+            namespace: "acme-ns".into(),
+            created_at: "2026-11-26T14:00:00.000Z".into(),
+            revoked_at: None,
+        };
+        People {
+            people: vec![person("p-1", "acme")],
+            key: Some((key, record)),
+        }
+    }
+
+    fn request(authorization: &str) -> lambda_http::Request {
+        http::Request::builder()
+            .uri("https://example.test/v1/keys")
+            .header(http::header::AUTHORIZATION, authorization)
+            .body(lambda_http::Body::Empty)
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_persons_token_is_their_accounts_caller_and_only_a_person_is_a_person_caller() {
+        let store = with_key(KeyKind::Private);
+        let issuer = crate::people::testing::TestIssuer::global();
+        let token = request(&format!("Bearer {}", issuer.access_token("p-1")));
+        let caller = session_caller(&token, &store).await.unwrap();
+        assert_eq!(
+            caller,
+            Caller {
+                principal: Principal {
+                    account_id: "acme".into(),
+                    namespace: "acme-ns".into()
+                },
+                kind: CallerKind::Person {
+                    person_id: "p-1".into()
+                },
+            }
+        );
+        assert_eq!(
+            super::caller(&token, &store).await.unwrap().account_id,
+            "acme"
+        );
+        assert_eq!(
+            person_caller(&token, &store).await.unwrap(),
+            person("p-1", "acme")
+        );
+
+        // Any API key, private or public, is a 403 on the people's routes.
+        for kind in [KeyKind::Private, KeyKind::Public] {
+            let store = with_key(kind);
+            let key = store.key.as_ref().unwrap().0.expose().to_owned();
+            let error = person_caller(&request(&format!("Bearer {key}")), &store).await;
+            assert!(
+                matches!(error, Err(ApiError::Forbidden)),
+                "{kind:?}: {error:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_bad_token_or_a_person_of_no_account_is_the_bad_key_401() {
+        let store = with_key(KeyKind::Private);
+        let issuer = crate::people::testing::TestIssuer::global();
+        for token in [
+            issuer.expired_token("p-1"),
+            issuer.forged_token("p-1"),
+            issuer.id_token("p-1"),
+            issuer.other_client_token("p-1"),
+            issuer.access_token("nobody"),
+        ] {
+            let request = request(&format!("Bearer {token}"));
+            let error = session_caller(&request, &store).await;
+            assert!(matches!(error, Err(ApiError::Unauthorized)), "{error:?}");
+            assert!(matches!(
+                person_caller(&request, &store).await,
+                Err(ApiError::Unauthorized)
+            ));
+        }
+    }
+
+    /// A REST API request whose authorizer context holds `fields`.
+    fn through_gateway(fields: serde_json::Value) -> lambda_http::Request {
+        let path = format!("{}/../events/get-agent.json", env!("CARGO_MANIFEST_DIR"));
+        let mut event: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        event["requestContext"]["authorizer"] = fields;
+        crate::lambda::request_from_event(&event.to_string()).unwrap()
+    }
+
+    fn context_caller(fields: serde_json::Value) -> Option<Caller> {
+        use lambda_http::RequestExt;
+        caller_from_context(through_gateway(fields).request_context_ref())
+    }
+
+    #[tokio::test]
+    async fn the_authorizers_context_names_a_person_by_person_id() {
+        let person = context_caller(serde_json::json!({
+            "principalId": "acme", "accountId": "acme", "namespace": "acme-ns", "personId": "p-1",
+        }));
+        assert_eq!(
+            person.map(|caller| caller.kind),
+            Some(CallerKind::Person {
+                person_id: "p-1".into()
+            })
+        );
+        let key = |kind: Option<&str>| {
+            let mut fields = serde_json::json!({"accountId": "acme", "namespace": "acme-ns"});
+            if let Some(kind) = kind {
+                fields["keyKind"] = kind.into();
+            }
+            context_caller(fields).map(|caller| caller.kind)
+        };
+        assert_eq!(key(None), Some(CallerKind::Key(KeyKind::Private)));
+        assert_eq!(key(Some("public")), Some(CallerKind::Key(KeyKind::Public)));
+        // Both, or an empty person, is no context the authorizer writes.
+        for fields in [
+            serde_json::json!({"accountId": "a", "namespace": "n", "personId": "p", "keyKind": "private"}),
+            serde_json::json!({"accountId": "a", "namespace": "n", "personId": ""}),
+        ] {
+            assert_eq!(context_caller(fields), None);
+        }
+
+        // Through the gateway, a person's context passes caller() and person_caller() (whose
+        // GetItem finds the person still there), and a key's context is 403 on person routes.
+        let store = with_key(KeyKind::Private);
+        let request = through_gateway(serde_json::json!({
+            "accountId": "acme", "namespace": "acme-ns", "personId": "p-1",
+        }));
+        assert_eq!(
+            person_caller(&request, &store).await.unwrap().email,
+            "p-1@example.test"
+        );
+        let removed = through_gateway(serde_json::json!({
+            "accountId": "acme", "namespace": "acme-ns", "personId": "p-gone",
+        }));
+        assert!(matches!(
+            person_caller(&removed, &store).await,
+            Err(ApiError::Unauthorized)
+        ));
+        let key = through_gateway(serde_json::json!({"accountId": "acme", "namespace": "acme-ns"}));
+        assert!(matches!(
+            person_caller(&key, &store).await,
+            Err(ApiError::Forbidden)
+        ));
     }
 }

@@ -22,6 +22,7 @@ pub mod logs;
 pub mod manifest;
 pub mod namespace;
 pub mod paging;
+pub mod people;
 pub mod races;
 pub mod secrets;
 pub mod session;

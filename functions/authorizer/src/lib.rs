@@ -19,7 +19,10 @@ use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use serde::Serialize;
 use serde_json::Value;
 use shared::StoreError;
-use shared::auth::{self, CONTEXT_ACCOUNT_ID, CONTEXT_KEY_KIND, CONTEXT_NAMESPACE, KeyStore};
+use shared::auth::{
+    self, CONTEXT_ACCOUNT_ID, CONTEXT_KEY_KIND, CONTEXT_NAMESPACE, CONTEXT_PERSON_ID, CallerKind,
+    KeyStore,
+};
 
 /// What a REST API authorizer returns. Not aws_lambda_events' type: that one writes
 /// `"usageIdentifierKey": null` on a denial, which the gateway need not accept.
@@ -93,25 +96,34 @@ pub async fn authorize<K: KeyStore>(
         return Ok(denied("*".to_owned()));
     };
     match auth::authenticate(&event.headers, keys).await? {
-        Some(auth::Caller { principal, kind }) => Ok(AuthorizerResponse {
-            usage_identifier_key: Some(auth::usage_plan_key_value(api_id, &principal.account_id)),
-            principal_id: principal.account_id.clone(),
-            policy_document: policy(IamPolicyEffect::Allow, resource),
-            context: HashMap::from([
+        Some(auth::Caller { principal, kind }) => {
+            let mut context = HashMap::from([
                 (
                     CONTEXT_ACCOUNT_ID.to_owned(),
-                    Value::String(principal.account_id),
+                    Value::String(principal.account_id.clone()),
                 ),
                 (
                     CONTEXT_NAMESPACE.to_owned(),
                     Value::String(principal.namespace),
                 ),
-                (
-                    CONTEXT_KEY_KIND.to_owned(),
-                    Value::String(kind.as_str().to_owned()),
-                ),
-            ]),
-        }),
+            ]);
+            // A key names its kind; a person their `sub` and no kind (auth::caller_from_context).
+            let (name, value) = match kind {
+                CallerKind::Key(kind) => (CONTEXT_KEY_KIND, kind.as_str().to_owned()),
+                CallerKind::Person { person_id } => (CONTEXT_PERSON_ID, person_id),
+            };
+            context.insert(name.to_owned(), Value::String(value));
+            Ok(AuthorizerResponse {
+                // A person's requests share their account's usage plan (its throttling).
+                usage_identifier_key: Some(auth::usage_plan_key_value(
+                    api_id,
+                    &principal.account_id,
+                )),
+                principal_id: principal.account_id,
+                policy_document: policy(IamPolicyEffect::Allow, resource),
+                context,
+            })
+        }
         None => {
             tracing::info!("request denied");
             Ok(denied(resource))

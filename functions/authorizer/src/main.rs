@@ -1,3 +1,7 @@
+// The handler's future holds the key and token checks (auth::authenticate): deeper than rustc's
+// default layout query depth of 128.
+#![recursion_limit = "256"]
+
 //! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
