@@ -25,6 +25,18 @@ async fn accounts_on_the_memory_store_and_dynamodb_local() {
 }
 
 #[tokio::test]
+async fn key_limit_on_the_memory_store_and_dynamodb_local() {
+    store_contract::key_limit(&MemoryStore::default()).await;
+    store_contract::key_limit(&TestStore::new().await.store).await;
+}
+
+#[tokio::test]
+async fn people_on_the_memory_store_and_dynamodb_local() {
+    store_contract::people(&MemoryStore::default()).await;
+    store_contract::people(&TestStore::new().await.store).await;
+}
+
+#[tokio::test]
 async fn secret_sets_on_the_memory_store_and_dynamodb_local() {
     store_contract::secret_sets(&MemoryStore::default()).await;
     store_contract::secret_sets(&TestStore::new().await.store).await;

@@ -196,6 +196,53 @@ pub async fn seed_fixture_sets<S: crate::secrets::store::SecretStore>(
     Ok(())
 }
 
+/// The person the keys fixtures' authorizer context names (`personId`), of the dev account.
+pub const FIXTURE_PERSON_ID: &str = "dev-person";
+/// The id of the key events/keys-revoke.json revokes, kept by [`seed_fixture_person`].
+pub const FIXTURE_KEY_ID: &str = "f1f1f1f1f1f1";
+
+/// What the keys fixtures assume: the dev account, its person [`FIXTURE_PERSON_ID`] and a key
+/// of id [`FIXTURE_KEY_ID`] (kept by a made-up hash: no fixture presents the key itself).
+pub async fn seed_fixture_person<S: crate::account::AccountStore>(
+    store: &S,
+) -> Result<(), crate::account::AccountError> {
+    use crate::account::{AddedKey, KeyLabel};
+    use crate::auth::{KeyHash, KeyKind, KeyRecord, PersonRecord};
+    let owner = dev_owner();
+    let at = "2026-11-26T14:00:00.000Z";
+    crate::account::ensure_account(store, &owner.account_id, Some(&owner.namespace)).await?;
+    crate::account::add_person(
+        store,
+        &PersonRecord {
+            person_id: FIXTURE_PERSON_ID.to_owned(),
+            account_id: owner.account_id.clone(),
+            namespace: owner.namespace.clone(),
+            email: "dev@example.com".to_owned(),
+            created_at: at.to_owned(),
+        },
+    )
+    .await?;
+    let hash = KeyHash::from_hex(FIXTURE_KEY_ID.repeat(6)[..64].to_owned());
+    let record = KeyRecord {
+        key_id: hash.key_id().to_owned(),
+        kind: KeyKind::Private,
+        account_id: owner.account_id,
+        namespace: owner.namespace,
+        created_at: at.to_owned(),
+        revoked_at: None,
+    };
+    let label = KeyLabel {
+        name: "fixture".to_owned(),
+        hint: "ahk_Fix1".to_owned(),
+    };
+    match store.add_key(&hash, &record, &label).await? {
+        AddedKey::Added => Ok(()),
+        other => {
+            Err(StoreError::Unexpected(format!("seeding the fixture key: {other:?}").into()).into())
+        }
+    }
+}
+
 /// A session of a ready agent on the in-memory store, as a start left it (for the session
 /// lifecycle's unit tests).
 #[cfg(test)]

@@ -17,14 +17,21 @@
 //! - account:         `ACCOUNT#{accountId}` / `ACCOUNT`
 //! - namespace claim: `NAMESPACE#{namespace}` / `NAMESPACE` (namespaces are unique)
 //! - key:             `KEY#{sha256 hex}` / `KEY` (what the key check reads: one GetItem)
-//! - account's key:   `ACCOUNT#{accountId}` / `KEY#{keyId}` (to list and revoke by key id)
+//! - account's key:   `ACCOUNT#{accountId}` / `KEY#{keyId}` (to list and revoke by key id, with
+//!   the key's name and hint)
+//! - person:          `PERSON#{sub}` / `PERSON` (what the token check reads: one GetItem)
+//! - account's person: `ACCOUNT#{accountId}` / `PERSON#{sub}` (to list an account's people)
+//!
+//! The account item counts its live keys (`liveKeys`): each key's write adds one under the
+//! condition that fewer than the limit are live, its revocation takes one away.
 
 use serde::{Deserialize, Serialize};
 
+use crate::account::KeySummary;
 use crate::agent::{
     AgentConfig, AgentRecord, Deployment, DeploymentRecord, DeploymentStatus, Serving,
 };
-use crate::auth::{KeyHash, KeyKind, KeyRecord, Principal};
+use crate::auth::{KeyHash, KeyKind, KeyRecord, PersonRecord, Principal};
 use crate::idempotency::IdempotencyRecord;
 
 pub const AGENT_KIND: &str = "agent";
@@ -71,6 +78,18 @@ pub fn key_pk(hash: &KeyHash) -> String {
 
 /// The sort key of a key's own item.
 pub const KEY_SK: &str = "KEY";
+
+pub fn person_pk(person_id: &str) -> String {
+    format!("PERSON#{person_id}")
+}
+
+/// The sort key of a person's own item.
+pub const PERSON_SK: &str = "PERSON";
+
+/// The sort key of the account's handle on its person `person_id` (a prefix with an empty id).
+pub fn account_person_sk(person_id: &str) -> String {
+    format!("PERSON#{person_id}")
+}
 
 /// An agent, with its active deployment (so that reading an agent is one GetItem).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -287,9 +306,66 @@ pub struct AccountKeyItem {
     #[serde(default)]
     pub kind: KeyKind,
     pub key_hash: String,
+    /// Absent on handles kept before keys had names: `""`.
+    #[serde(default)]
+    pub name: String,
+    /// Absent on handles kept before keys had names, which `liveKeys` does not count either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
     pub created_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoked_at: Option<String>,
+}
+
+impl From<AccountKeyItem> for KeySummary {
+    fn from(handle: AccountKeyItem) -> Self {
+        KeySummary {
+            key_id: handle.key_id,
+            kind: handle.kind,
+            name: handle.name,
+            hint: handle
+                .hint
+                .unwrap_or_else(|| handle.kind.prefix().to_owned()),
+            created_at: handle.created_at,
+            revoked_at: handle.revoked_at,
+        }
+    }
+}
+
+/// A person, as the token check reads them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersonItem {
+    pub pk: String,
+    pub sk: String,
+    pub person_id: String,
+    pub account_id: String,
+    pub namespace: String,
+    pub email: String,
+    pub created_at: String,
+}
+
+impl From<PersonItem> for PersonRecord {
+    fn from(item: PersonItem) -> Self {
+        PersonRecord {
+            person_id: item.person_id,
+            account_id: item.account_id,
+            namespace: item.namespace,
+            email: item.email,
+            created_at: item.created_at,
+        }
+    }
+}
+
+/// The account's handle on one of its people.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountPersonItem {
+    pub pk: String,
+    pub sk: String,
+    pub person_id: String,
+    pub email: String,
+    pub created_at: String,
 }
 
 #[cfg(test)]
@@ -455,5 +531,33 @@ mod tests {
         stored.remove("kind").unwrap();
         let back: KeyItem = serde_dynamo::from_item(stored).unwrap();
         assert_eq!(KeyRecord::from(back).kind, KeyKind::Private);
+    }
+
+    #[test]
+    fn key_handles_kept_before_keys_had_names_list_with_an_empty_name_and_the_prefix() {
+        let mut stored: Item = serde_dynamo::to_item(AccountKeyItem {
+            pk: account_pk("acme"),
+            sk: account_key_sk("0123456789ab"),
+            key_id: "0123456789ab".into(),
+            kind: KeyKind::Public,
+            key_hash: "ab".repeat(32),
+            name: "web".into(),
+            hint: Some("ahp_Ab3d".into()),
+            created_at: "2026-11-22T10:00:00.000Z".into(),
+            revoked_at: None,
+        })
+        .unwrap();
+        let summary =
+            KeySummary::from(serde_dynamo::from_item::<_, AccountKeyItem>(stored.clone()).unwrap());
+        assert_eq!(
+            (summary.name.as_str(), summary.hint.as_str()),
+            ("web", "ahp_Ab3d")
+        );
+        stored.remove("name");
+        stored.remove("hint");
+        let old: AccountKeyItem = serde_dynamo::from_item(stored).unwrap();
+        assert_eq!(old.hint, None, "an old handle is told by its missing hint");
+        let summary = KeySummary::from(old);
+        assert_eq!((summary.name.as_str(), summary.hint.as_str()), ("", "ahp_"));
     }
 }

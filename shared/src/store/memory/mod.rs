@@ -6,12 +6,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::account::{Account, AccountStore, KeySummary, NewAccount};
+use crate::account::{
+    Account, AccountStore, AddedKey, AddedPerson, KeyLabel, KeySummary, MAX_LIVE_KEYS, NewAccount,
+};
 use crate::agent::{
     AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentPage, DeploymentRecord,
     SetUse, WriteOutcome,
 };
-use crate::auth::{ApiKey, KeyHash, KeyKind, KeyRecord, KeyStore, Principal};
+use crate::auth::{ApiKey, KeyHash, KeyKind, KeyRecord, KeyStore, PersonRecord, Principal};
 use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
 use crate::logs::{ChunkRequest, ChunksRead, LogChunk, LogStore, Order};
@@ -72,13 +74,15 @@ impl Agents {
     }
 }
 
-/// Accounts, the namespaces ever claimed, and each account's handles on its keys.
+/// Accounts, the namespaces ever claimed, each account's handles on its keys, and people.
 #[derive(Debug, Default)]
 struct Accounts {
     accounts: BTreeMap<String, Account>,
     claimed: HashSet<String>,
-    /// (account id, key id) → the key's hash.
-    handles: BTreeMap<(String, String), KeyHash>,
+    /// (account id, key id) → the key's hash and label.
+    handles: BTreeMap<(String, String), (KeyHash, KeyLabel)>,
+    /// Person id → person.
+    people: BTreeMap<String, PersonRecord>,
 }
 
 /// Secret sets and their sealed values (secrets.rs). Locked after `Agents` when both are: an
@@ -355,7 +359,12 @@ impl AccountStore for MemoryStore {
         Ok(NewAccount::Created)
     }
 
-    async fn add_key(&self, hash: &KeyHash, record: &KeyRecord) -> Result<(), StoreError> {
+    async fn add_key(
+        &self,
+        hash: &KeyHash,
+        record: &KeyRecord,
+        label: &KeyLabel,
+    ) -> Result<AddedKey, StoreError> {
         let mut state = lock(&self.accounts);
         let mut keys = lock(&self.keys);
         if keys.contains_key(hash) {
@@ -363,12 +372,27 @@ impl AccountStore for MemoryStore {
                 "a freshly generated key collided with a stored one".into(),
             ));
         }
+        if !state.accounts.contains_key(&record.account_id) {
+            return Ok(AddedKey::NoAccount);
+        }
+        // DynamoDB keeps a counter; here the live handles are counted (the same number).
+        let live = state
+            .handles
+            .iter()
+            .filter(|((account, _), (hash, _))| {
+                account == &record.account_id
+                    && keys.get(hash).is_some_and(|key| key.revoked_at.is_none())
+            })
+            .count();
+        if live >= MAX_LIVE_KEYS as usize {
+            return Ok(AddedKey::AtLimit);
+        }
         keys.insert(hash.clone(), record.clone());
         state.handles.insert(
             (record.account_id.clone(), record.key_id.clone()),
-            hash.clone(),
+            (hash.clone(), label.clone()),
         );
-        Ok(())
+        Ok(AddedKey::Added)
     }
 
     async fn list_keys(&self, account_id: &str) -> Result<Vec<KeySummary>, StoreError> {
@@ -378,10 +402,12 @@ impl AccountStore for MemoryStore {
             .handles
             .iter()
             .filter(|((account, _), _)| account == account_id)
-            .filter_map(|(_, hash)| keys.get(hash))
-            .map(|record| KeySummary {
+            .filter_map(|(_, (hash, label))| Some((keys.get(hash)?, label)))
+            .map(|(record, label)| KeySummary {
                 key_id: record.key_id.clone(),
                 kind: record.kind,
+                name: label.name.clone(),
+                hint: label.hint.clone(),
                 created_at: record.created_at.clone(),
                 revoked_at: record.revoked_at.clone(),
             })
@@ -393,22 +419,45 @@ impl AccountStore for MemoryStore {
         account_id: &str,
         key_id: &str,
         at: &str,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<String>, StoreError> {
         let state = lock(&self.accounts);
-        let Some(hash) = state
+        let Some((hash, _)) = state
             .handles
             .get(&(account_id.to_owned(), key_id.to_owned()))
         else {
-            return Ok(false);
+            return Ok(None);
         };
         let mut keys = lock(&self.keys);
-        Ok(match keys.get_mut(hash) {
-            Some(record) => {
-                record.revoked_at.get_or_insert_with(|| at.to_owned());
-                true
-            }
-            None => false,
-        })
+        Ok(keys.get_mut(hash).map(|record| {
+            record
+                .revoked_at
+                .get_or_insert_with(|| at.to_owned())
+                .clone()
+        }))
+    }
+
+    async fn add_person(&self, person: &PersonRecord) -> Result<AddedPerson, StoreError> {
+        let mut state = lock(&self.accounts);
+        if let Some(kept) = state.people.get(&person.person_id) {
+            return Ok(AddedPerson::Exists(kept.clone()));
+        }
+        state
+            .people
+            .insert(person.person_id.clone(), person.clone());
+        Ok(AddedPerson::Added)
+    }
+
+    async fn list_people(&self, account_id: &str) -> Result<Vec<PersonRecord>, StoreError> {
+        Ok(lock(&self.accounts)
+            .people
+            .values()
+            .filter(|person| person.account_id == account_id)
+            .cloned()
+            .collect())
+    }
+
+    async fn remove_person(&self, person_id: &str) -> Result<bool, StoreError> {
+        Ok(lock(&self.accounts).people.remove(person_id).is_some())
     }
 
     async fn has_agents(&self, namespace: &str) -> Result<bool, StoreError> {
@@ -421,7 +470,7 @@ impl AccountStore for MemoryStore {
     async fn remove_account(&self, account_id: &str) -> Result<(), StoreError> {
         let mut state = lock(&self.accounts);
         let mut keys = lock(&self.keys);
-        state.handles.retain(|(account, _), hash| {
+        state.handles.retain(|(account, _), (hash, _)| {
             let keep = account != account_id;
             if !keep {
                 keys.remove(hash);
@@ -436,6 +485,10 @@ impl AccountStore for MemoryStore {
 impl KeyStore for MemoryStore {
     async fn find_key(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StoreError> {
         Ok(lock(&self.keys).get(hash).cloned())
+    }
+
+    async fn find_person(&self, person_id: &str) -> Result<Option<PersonRecord>, StoreError> {
+        Ok(lock(&self.accounts).people.get(person_id).cloned())
     }
 }
 

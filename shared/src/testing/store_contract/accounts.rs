@@ -65,14 +65,27 @@ pub async fn accounts<S: AccountStore + KeyStore + AgentStore>(store: &S) {
         (&issued.key_id, KeyKind::Private)
     );
     assert!(store.list_keys("bob").await.unwrap().is_empty());
-    assert!(
-        !store
+    assert_eq!(
+        (listed[0].name.as_str(), listed[0].hint.as_str()),
+        ("operator", &key.expose()[..8]),
+        "the operator command's keys are named so"
+    );
+    assert_eq!(
+        store
             .revoke_key("acme", "no-such-key", "2026-11-24T11:00:00.000Z")
             .await
-            .unwrap()
+            .unwrap(),
+        None
     );
     for at in ["2026-11-24T11:00:00.000Z", "2026-11-24T12:00:00.000Z"] {
-        assert!(store.revoke_key("acme", &issued.key_id, at).await.unwrap());
+        assert_eq!(
+            store
+                .revoke_key("acme", &issued.key_id, at)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("2026-11-24T11:00:00.000Z")
+        );
     }
     let revoked = store.find_key(&key.hash()).await.unwrap().unwrap();
     assert_eq!(

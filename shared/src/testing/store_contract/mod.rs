@@ -1,4 +1,4 @@
-//! The promises of the agent, account, secret set and session ports (and of agents naming sets), as
+//! The promises of the agent, account (keys, their limit, people), secret set and session ports (and of agents naming sets), as
 //! checks any store runs: the in-memory store and the DynamoDB adapter on DynamoDB Local both
 //! (tests/tests/store_contract.rs), so the fake cannot drift from the real store. (The log port has
 //! its own on both stores: tests/tests/log_order.rs.) Each check panics with what broke.
@@ -6,7 +6,9 @@
 mod accounts;
 mod agents;
 mod deployments;
+mod keys;
 mod named_sets;
+mod people;
 mod secrets;
 mod session_reads;
 mod sessions;
@@ -14,7 +16,9 @@ mod sessions;
 pub use accounts::accounts;
 pub use agents::agents;
 pub use deployments::deployment_history;
+pub use keys::key_limit;
 pub use named_sets::agents_naming_sets;
+pub use people::people;
 pub use secrets::secret_sets;
 pub use session_reads::session_reads;
 pub use sessions::sessions;
