@@ -1,8 +1,10 @@
-//! The REST API's Lambda authorizer (REQUEST type): checks `Authorization: Bearer <key>` with the
-//! same code the functions use, and answers the gateway with an IAM policy. Allowed, it names the
+//! The REST API's Lambda authorizer (REQUEST type): checks `Authorization: Bearer <key>` (or a
+//! person's Cognito access token, design console section 1) with the same code the functions
+//! use, and answers the gateway with an IAM policy. Allowed, it names the
 //! account three ways: as the principal, in the context the routes read, and as the
 //! `usageIdentifierKey` that puts the request under the account's usage plan (per-account
-//! throttling, contract section 9), with the key's kind beside it. Denied, the gateway answers
+//! throttling, contract section 9), with the key's kind beside it, or for a person their `sub`
+//! (`personId`) and no kind: a person's requests share their account's usage plan. Denied, the gateway answers
 //! with its ACCESS_DENIED response, which template.yaml shapes as the contract's 401.
 //!
 //! A public key is allowed as a private one is, its kind in the context: the functions answer it
@@ -232,5 +234,90 @@ mod tests {
         let response = authorize(&store, request).await.unwrap();
         assert_eq!(response.effect(), &IamPolicyEffect::Deny);
         assert!(response.usage_identifier_key.is_none());
+    }
+
+    /// The accounts table's people: one person of acme, or a table that cannot be read.
+    struct People {
+        failing: bool,
+    }
+
+    impl KeyStore for People {
+        async fn find_key(
+            &self,
+            _: &shared::auth::KeyHash,
+        ) -> Result<Option<shared::auth::KeyRecord>, StoreError> {
+            Ok(None)
+        }
+
+        async fn find_person(
+            &self,
+            person_id: &str,
+        ) -> Result<Option<shared::auth::PersonRecord>, StoreError> {
+            if self.failing {
+                return Err(StoreError::Unavailable("the table is down".into()));
+            }
+            Ok((person_id == "p-1").then(|| shared::auth::PersonRecord {
+                person_id: "p-1".into(),
+                account_id: "acme".into(),
+                namespace: "acme-ns".into(),
+                email: "p-1@example.test".into(),
+                created_at: "2026-11-26T14:00:00.000Z".into(),
+            }))
+        }
+    }
+
+    fn issuer() -> &'static shared::people::testing::TestIssuer {
+        shared::people::testing::TestIssuer::global()
+    }
+
+    #[tokio::test]
+    async fn a_persons_access_token_is_allowed_with_their_account_person_id_and_usage_plan_key() {
+        let store = People { failing: false };
+        let response = authorize(&store, with_key(&issuer().access_token("p-1")))
+            .await
+            .unwrap();
+        let wire = serde_json::to_value(&response).unwrap();
+        assert_eq!(wire["principalId"], "acme");
+        assert_eq!(wire["policyDocument"]["Statement"][0]["Effect"], "Allow");
+        assert_eq!(
+            wire["context"],
+            serde_json::json!({"accountId": "acme", "namespace": "acme-ns", "personId": "p-1"}),
+            "a person's context names no key kind"
+        );
+        assert_eq!(
+            wire["usageIdentifierKey"],
+            auth::usage_plan_key_value("abc123", "acme"),
+            "a person's requests share the account's usage plan"
+        );
+    }
+
+    #[tokio::test]
+    async fn expired_forged_id_other_client_and_unknown_persons_tokens_are_denied() {
+        let store = People { failing: false };
+        for token in [
+            issuer().expired_token("p-1"),
+            issuer().forged_token("p-1"),
+            issuer().id_token("p-1"),
+            issuer().other_client_token("p-1"),
+            issuer().access_token("p-removed"),
+        ] {
+            let response = authorize(&store, with_key(&token)).await.unwrap();
+            let wire = serde_json::to_value(&response).unwrap();
+            assert_eq!(wire["policyDocument"]["Statement"][0]["Effect"], "Deny");
+            assert_eq!(wire["principalId"], ANONYMOUS);
+            assert!(wire.get("context").is_none(), "{wire}");
+            assert!(wire.get("usageIdentifierKey").is_none(), "{wire}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_person_lookup_that_fails_is_an_error_never_a_cached_denial() {
+        // (A JWKS that cannot be fetched is the same error: people::tests.)
+        let store = People { failing: true };
+        let result = authorize(&store, with_key(&issuer().access_token("p-1"))).await;
+        assert!(
+            matches!(result, Err(StoreError::Unavailable(_))),
+            "{result:?}"
+        );
     }
 }
