@@ -407,3 +407,27 @@ fn the_consoles_origin_forwards_v1_to_the_api_uncached_with_the_callers_credenti
         );
     }
 }
+
+/// The keys routes (design console section 3) read and write the accounts table only, with the
+/// four actions a list, an issue (a transaction of a put and the live-key count's update) and a
+/// revocation need: no delete, no scan, no other table.
+#[test]
+fn the_keys_function_may_only_read_and_write_items_of_the_accounts_table() {
+    let template = template();
+    let (_, grants) = function_grants(&template)
+        .into_iter()
+        .find(|(name, _)| *name == "KeysFunction")
+        .expect("the keys function");
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(
+        grants[0].actions,
+        [
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem"
+        ]
+    );
+    let resources: Vec<_> = grants[0].resources.iter().map(|r| get_att(r)).collect();
+    assert_eq!(resources, [Some("AccountsTable.Arn")]);
+}
