@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
+use dev_data_plane::gateway::console::Console;
 use dev_data_plane::gateway::proxy::Gateway;
 use tokio::net::TcpListener;
 
@@ -22,6 +23,12 @@ struct Cli {
     upstream: String,
     #[arg(long, default_value = "template.yaml")]
     template: String,
+    /// The console's built files (console/dist), served under /console/.
+    #[arg(long, requires = "console_config")]
+    console: Option<std::path::PathBuf>,
+    /// The console's config.json, served as /console/config.json.
+    #[arg(long, requires = "console")]
+    console_config: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -32,12 +39,23 @@ async fn main() -> ExitCode {
         .map_err(|error| error.to_string())
         .and_then(|text| Gateway::new(&text, &cli.upstream).map_err(|error| error.to_string()))
     {
-        Ok(gateway) => Arc::new(gateway),
+        Ok(gateway) => gateway,
         Err(error) => {
             tracing::error!(%error, template = cli.template, "no gateway");
             return ExitCode::FAILURE;
         }
     };
+    let gateway = match (&cli.console, &cli.console_config) {
+        (Some(dir), Some(config)) => match Console::new(dir, config) {
+            Ok(console) => gateway.with_console(console),
+            Err(error) => {
+                tracing::error!(%error, console = %dir.display(), config = %config.display(), "no console");
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => gateway,
+    };
+    let gateway = Arc::new(gateway);
     let served = match TcpListener::bind(&cli.listen).await {
         Ok(listener) => gateway.serve(listener).await,
         Err(error) => Err(error),

@@ -18,9 +18,13 @@
 //!   types are case-insensitive, RFC 9110 section 8.3.1, and the functions read them so) and a
 //!   missing one as `APPLICATION/JSON`, the type a function takes a missing one for.
 //!
+//! With `--console DIR --console-config FILE` it also serves the console's files under
+//! `/console/` (console.rs), before any route is looked at.
+//!
 //! CORS is cargo lambda watch's `--disable-cors` (scripts/stack.sh): an `OPTIONS` reaches the
 //! function its route names, as on the deployed API.
 
+pub mod console;
 pub mod proxy;
 pub mod template;
 

@@ -12,6 +12,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+use super::console::Console;
 use super::template::{GatewayResponse, ResponseType, Routes};
 use super::{MAX_BODY_BYTES, as_handed_over};
 use crate::rules::RuleError;
@@ -34,6 +35,8 @@ pub struct Gateway {
     /// cargo lambda watch's address, without a trailing `/`.
     upstream: String,
     http: reqwest::Client,
+    /// The console's files under `/console/` (`--console`), if served.
+    console: Option<Console>,
 }
 
 impl Gateway {
@@ -49,7 +52,14 @@ impl Gateway {
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()?,
+            console: None,
         })
+    }
+
+    /// The gateway serving `console` under `/console/` too.
+    pub fn with_console(mut self, console: Console) -> Self {
+        self.console = Some(console);
+        self
     }
 
     /// Serves connections on `listener` until the process ends.
@@ -74,6 +84,11 @@ impl Gateway {
 
     /// The answer to a request; an error (the request's body broke off) closes the connection.
     async fn answer(&self, request: Request<Incoming>) -> std::io::Result<Response<Full<Bytes>>> {
+        if let Some(console) = &self.console
+            && let Some(answer) = console.answer(request.method(), request.uri().path())
+        {
+            return Ok(answer.unwrap_or_else(|()| respond(&self.not_found)));
+        }
         if !self.routes.has(request.uri().path()) {
             return Ok(respond(&self.not_found));
         }
