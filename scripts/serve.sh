@@ -84,10 +84,16 @@ or start from empty data: stop it and run  mv $data $data.old && $target PORT=$a
 WARN
 fi
 
+# A person of the dev account for the console (docs/people.md): the pool is new each run (moto
+# keeps nothing), so is the password (the policy's upper and lower case and digit included).
+console_password="Dev-$(python3 -c 'import secrets; print(secrets.token_urlsafe(12))')-1a"
+stack_admin invite-person dev dev@example.com --password "$console_password" >/dev/null
+
 cat <<INFO
 
   API:         $STACK_API_URL
   Dev API key: $key
+  Console:     ${STACK_API_URL%/v1}/console/  (dev@example.com / $console_password)
 INFO
 if [ "$mode" = sam ]; then
   cat <<INFO

@@ -7,6 +7,7 @@ use shared::config::MissingVariable;
 use shared::error::StoreError;
 
 use crate::gateway::GatewayError;
+use crate::people::PeopleError;
 use crate::replay::ReplayError;
 
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +20,8 @@ pub enum AdminError {
     Gateway(#[from] GatewayError),
     #[error(transparent)]
     Replay(#[from] ReplayError),
+    #[error(transparent)]
+    People(#[from] PeopleError),
     #[error("the key given is not an API key")]
     Key(#[from] KeyFormatError),
     #[error(transparent)]

@@ -3,4 +3,5 @@
 pub mod accounts;
 pub mod error;
 pub mod gateway;
+pub mod people;
 pub mod replay;

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use agent_hosting_admin::accounts;
 use agent_hosting_admin::error::AdminError;
 use agent_hosting_admin::gateway::{AccountGateway, Gateway, Limits, Plan};
+use agent_hosting_admin::people;
 use clap::{Parser, Subcommand};
 use shared::account::{self, AccountError, AccountStore};
 use shared::auth::{ApiKey, KeyKind};
@@ -49,6 +50,12 @@ struct Cli {
     /// An API Gateway endpoint other than AWS's (an emulator).
     #[arg(long, env = "APIGATEWAY_ENDPOINT", global = true)]
     apigateway_endpoint: Option<String>,
+    /// The stack's user pool (its PeoplePoolId output), for the people commands.
+    #[arg(long, env = "PEOPLE_POOL_ID", global = true)]
+    people_pool_id: Option<String>,
+    /// A Cognito endpoint other than AWS's (moto, locally).
+    #[arg(long, env = "COGNITO_ENDPOINT", global = true)]
+    cognito_endpoint: Option<String>,
     /// Change accounts on AWS without their gateway keys (their requests are refused at the
     /// gateway until `sync-gateway` runs).
     #[arg(long, global = true)]
@@ -110,6 +117,27 @@ enum Command {
         #[arg(long, conflicts_with_all = ["account", "key_id"])]
         key: Option<String>,
     },
+    /// Invite a person to an account's console (docs/people.md): Cognito e-mails them a
+    /// temporary password, or, with --password, sends nothing and sets that one. Prints
+    /// "invited EMAIL to ACCOUNT (person SUB)".
+    InvitePerson {
+        account: String,
+        email: String,
+        /// Create the account first when it does not exist.
+        #[arg(long)]
+        create_account: bool,
+        /// With --create-account: the namespace of a new account.
+        #[arg(long, requires = "create_account")]
+        namespace: Option<String>,
+        /// Set this (permanent) password and send no e-mail: for local stacks and tests.
+        #[arg(long)]
+        password: Option<String>,
+    },
+    /// List an account's people: sub, e-mail, since when.
+    ListPeople { account: String },
+    /// Remove a person: their tokens are refused from then on (within 60 seconds on AWS), and
+    /// their user is deleted from the pool.
+    RemovePerson { email: String },
     /// Replay the ingest function's failure queue into the logs table: each batch stored is
     /// deleted from the queue; what cannot be replayed stays there and is listed.
     ReplayIngestFailures {
@@ -223,6 +251,44 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
                         .map_or("active".to_owned(), |at| format!("revoked {at}"))
                 );
             }
+        }
+        Command::InvitePerson {
+            account,
+            email,
+            create_account,
+            namespace,
+            password,
+        } => {
+            let pool = pool(&cli.people_pool_id, cli.cognito_endpoint.as_deref()).await?;
+            let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
+            if create_account {
+                let account =
+                    account::ensure_account(&store, &account, namespace.as_deref()).await?;
+                eprintln!(
+                    "account {} namespace {}",
+                    account.account_id, account.namespace
+                );
+                ensure_gateway_key(gateway, &account.account_id).await?;
+            }
+            let person =
+                people::invite_person(&store, &pool, &account, &email, password.as_deref()).await?;
+            println!(
+                "invited {} to {} (person {})",
+                person.email, person.account_id, person.person_id
+            );
+        }
+        Command::ListPeople { account } => {
+            for person in store.list_people(&account).await? {
+                println!(
+                    "{}\t{}\tsince {}",
+                    person.person_id, person.email, person.created_at
+                );
+            }
+        }
+        Command::RemovePerson { email } => {
+            let pool = pool(&cli.people_pool_id, cli.cognito_endpoint.as_deref()).await?;
+            let person_id = people::remove_person(&store, &pool, &email).await?;
+            println!("removed {email} (person {person_id})");
         }
         Command::RevokeKey {
             account,
@@ -423,6 +489,25 @@ async fn operator_sdk_config() -> aws_config::SdkConfig {
         .timeout_config(shared::aws::timeout_config())
         .load()
         .await
+}
+
+/// The stack's user pool through the SDK's default chains, or an emulator's endpoint.
+async fn pool(
+    pool_id: &Option<String>,
+    endpoint: Option<&str>,
+) -> Result<people::Pool, AdminError> {
+    let pool_id = pool_id.clone().ok_or(AdminError::Usage(
+        "give the stack's user pool: --people-pool-id or PEOPLE_POOL_ID (its PeoplePoolId output)",
+    ))?;
+    let config = operator_sdk_config().await;
+    let mut cognito = aws_sdk_cognitoidentityprovider::config::Builder::from(&config);
+    if let Some(endpoint) = endpoint {
+        cognito = cognito.endpoint_url(endpoint);
+    }
+    Ok(people::Pool::new(
+        aws_sdk_cognitoidentityprovider::Client::from_conf(cognito.build()),
+        pool_id,
+    ))
 }
 
 /// SQS through the SDK's default chains, or an emulator's endpoint.

@@ -273,6 +273,18 @@ const FIXTURES: &[&[(&str, &str, Expect)]] = &[
         "AccountInfoFunction",
         Http(405, Some("METHOD_NOT_ALLOWED")),
     )],
+    // A person of the dev account (shared::testing::seed_fixture_person): the list, a key made,
+    // the seeded key revoked, another method.
+    &[
+        ("keys-list.json", "KeysFunction", Http(200, None)),
+        ("keys-create.json", "KeysFunction", Http(201, None)),
+        ("keys-revoke.json", "KeysFunction", Http(200, None)),
+        (
+            "keys-wrong-method.json",
+            "KeysFunction",
+            Http(405, Some("METHOD_NOT_ALLOWED")),
+        ),
+    ],
     &[("agent-logs.json", "AgentLogsFunction", Http(200, None))],
     &[(
         "agent-logs-filtered.json",
@@ -426,6 +438,7 @@ async fn prepare() -> (DynamoStore, PathBuf) {
     let store = DynamoStore::new(client, names.clone());
     seed_fixture_agents(&store).await.unwrap();
     shared::testing::seed_fixture_sets(&store).await.unwrap();
+    shared::testing::seed_fixture_person(&store).await.unwrap();
 
     let env_file = workspace().join(format!(".local/sam-invoke-env-{suffix}.json"));
     let env = json!({"Parameters": {

@@ -183,6 +183,9 @@ fn routes_agree_across_router_template_and_openapi() {
             ("GET".to_owned(), "/v1/properties".to_owned()),
             ("GET".to_owned(), "/v1/regions".to_owned()),
             ("GET".to_owned(), "/v1/organizations".to_owned()),
+            ("GET".to_owned(), "/v1/keys".to_owned()),
+            ("POST".to_owned(), "/v1/keys".to_owned()),
+            ("DELETE".to_owned(), "/v1/keys/{keyId}".to_owned()),
             ("GET".to_owned(), "/v1/secrets".to_owned()),
             ("GET".to_owned(), "/v1/secrets/{setName}".to_owned()),
             ("PUT".to_owned(), "/v1/secrets/{setName}".to_owned()),
@@ -448,6 +451,54 @@ async fn deployments_and_account_reads_conform_to_the_document() {
     }
 }
 
+/// The keys routes' answers, a person's (the fixtures' context) and an API key's, are the
+/// document's.
+#[tokio::test]
+async fn keys_responses_conform_to_the_document() {
+    let document = openapi();
+    let store = TestStore::new().await;
+    let s = &store.store;
+    shared::testing::seed_fixture_person(s).await.unwrap();
+    let request = shared::testing::fixture_request;
+    let with_body = |body: &str| {
+        let mut request = request("keys-create.json");
+        *request.body_mut() = Body::Text(body.to_owned());
+        request
+    };
+    for (request, method, path, expected) in [
+        (request("keys-create.json"), "post", "/keys", 201),
+        (
+            with_body(r#"{"type": "public", "name": "web"}"#),
+            "post",
+            "/keys",
+            201,
+        ),
+        (with_body(r#"{"kind": "private"}"#), "post", "/keys", 400),
+        (request("keys-list.json"), "get", "/keys", 200),
+        (request("keys-revoke.json"), "delete", "/keys/{keyId}", 200),
+        (request("keys-revoke.json"), "delete", "/keys/{keyId}", 200),
+        (
+            request("account-info-organizations.json"),
+            "get",
+            "/keys",
+            403,
+        ),
+    ] {
+        let (status, body) = parts(keys::handle(s, request).await);
+        assert_eq!(status, expected, "{method} {path}: {body}");
+        assert_conforms(&document, method, path, status, &body);
+    }
+    let mut unknown = request("keys-revoke.json");
+    *unknown.uri_mut() = "/v1/keys/000000000000".parse().unwrap();
+    let unknown = lambda_http::RequestExt::with_path_parameters(
+        unknown,
+        std::collections::HashMap::from([("keyId".to_owned(), "000000000000".to_owned())]),
+    );
+    let (status, body) = parts(keys::handle(s, unknown).await);
+    assert_eq!(status, 404, "{body}");
+    assert_conforms(&document, "delete", "/keys/{keyId}", status, &body);
+}
+
 /// The response of the function `binary` to a request.
 async fn call_function(
     binary: &str,
@@ -469,6 +520,7 @@ async fn call_function(
             list_deployments::handle(s, s, &integration_tests::CURSOR_KEY, request).await
         }
         "account-info" => account_info::handle(s, "us-east-1", request).await,
+        "keys" => keys::handle(s, request).await,
         "put-secret-set" => {
             let kms = shared::testing::data_keys::FakeKms::default();
             put_secret_set::handle(s, &kms, s, "us-east-1", request).await
@@ -501,6 +553,10 @@ async fn wrong_methods_are_405_with_allow() {
     let document = openapi();
     let store = TestStore::new().await;
     let (_, key) = store.account_with_key("acme").await;
+    // /v1/keys answers a person only (an API key is a 403 before the method is looked at).
+    shared::testing::seed_fixture_person(&store.store)
+        .await
+        .unwrap();
     let documented = openapi_routes(&document);
     for ((path, method), function) in template_routing() {
         if documented.contains(&(method.clone(), path.clone())) {
@@ -514,8 +570,20 @@ async fn wrong_methods_are_405_with_allow() {
         let concrete = path
             .replace("{agentName}", "my-agent")
             .replace("{setName}", "my-set")
-            .replace("{secretKey}", "MY_KEY");
-        let mut request = integration_tests::agent_request(&method, &key, "my-agent", None);
+            .replace("{secretKey}", "MY_KEY")
+            .replace("{keyId}", shared::testing::FIXTURE_KEY_ID);
+        let mut request = if function == "keys" {
+            let fixture = if path.contains("{keyId}") {
+                "keys-revoke.json"
+            } else {
+                "keys-list.json"
+            };
+            let mut request = shared::testing::fixture_request(fixture);
+            *request.method_mut() = method.parse().unwrap();
+            request
+        } else {
+            integration_tests::agent_request(&method, &key, "my-agent", None)
+        };
         *request.uri_mut() = format!("https://api.example.com{concrete}")
             .parse()
             .unwrap();
