@@ -142,8 +142,9 @@ test("3. keys for an agent, its readiness, a session and its lines", async () =>
   await shots.take(page, "agent-ready");
 
   const started = await call("POST", "/public/voice/start", state.web, { body: {} });
-  assert.equal(started.status, 200, await started.text());
-  state.sessionId = (await started.json()).sessionId;
+  const startedBody = await started.text();
+  assert.equal(started.status, 200, startedBody);
+  state.sessionId = JSON.parse(startedBody).sessionId;
   const sessionLink = page.getByRole("link", { name: `Lines of session ${state.sessionId}` });
   await until("the session on the agent page", async () => {
     await page.reload();

@@ -38,18 +38,30 @@ export function startFake({ dist, config }) {
       activeSessionCount: 0, errors: [], deployment: { id: deploymentId, createdAt: now(), manifest: { spec: { image: "example/agent:1" } } } };
   };
 
+  const issued = new Map(); // key -> its summary: a live one is accepted as a key is
+  const started = [];
   const api = (req, res, path, body) => {
-    if (!/^Bearer [\w-]+\.[\w-]+\.[\w-]+$/.test(req.headers.authorization ?? "")) {
+    const credential = (req.headers.authorization ?? "").replace(/^Bearer /, "");
+    const person = /^[\w-]+\.[\w-]+\.[\w-]+$/.test(credential);
+    const key = issued.get(credential);
+    if (!person && (!key || key.revokedAt)) {
       return send(res, 401, { error: "Unauthorized", code: "UNAUTHORIZED" }, { "WWW-Authenticate": "Bearer" });
     }
+    if (!person && path.startsWith("/keys")) return send(res, 403, { error: "API keys cannot manage keys; sign in to the console", code: "FORBIDDEN" });
     const m = req.method;
+    if (m === "POST" && path === "/agents") return send(res, 201, agent());
+    if (m === "POST" && path === "/public/voice/start") {
+      const session = { sessionId: randomUUID(), deploymentId, status: "started", createdAt: now(), endedAt: null, completionStatus: null };
+      started.unshift(session);
+      return send(res, 200, { sessionId: session.sessionId, status: "started", deploymentId });
+    }
     if (m === "GET" && path === "/agents") return send(res, 200, { services: [{ ...agent(), ready: agentReads > 2 }] });
     if (m === "GET" && path === "/agents/voice") return send(res, 200, agent());
     if (m === "GET" && path === "/agents/voice/sessions") {
-      return send(res, 200, { total: { value: 1, relation: "eq" }, sessions: [{ sessionId, deploymentId, status: "ended", createdAt: now(), endedAt: now(), completionStatus: "completed" }] });
+      return send(res, 200, { total: { value: 1, relation: "eq" }, sessions: [...started, { sessionId, deploymentId, status: "ended", createdAt: now(), endedAt: now(), completionStatus: "completed" }] });
     }
     if (m === "GET" && path === "/agents/voice/logs") {
-      return send(res, 200, { total: { value: 1, relation: "eq" }, logs: [{ log: "simulated line of the session", timestamp: now(), deploymentId, sessionId }] });
+      return send(res, 200, { total: { value: 1, relation: "eq" }, logs: [{ log: "a line of the session (simulated)", timestamp: now(), deploymentId, sessionId }] });
     }
     if (m === "GET" && path === "/secrets") {
       return send(res, 200, { sets: [...sets.keys()].map((name) => ({ name, type: "secret", status: "ready", region: "us-east-1", createdAt: now(), updatedAt: now() })) });
@@ -76,6 +88,7 @@ export function startFake({ dist, config }) {
       const key = `${body.kind === "public" ? "ahp_" : "ahk_"}${randomBytes(24).toString("base64url")}`;
       const summary = { id: randomBytes(6).toString("hex"), kind: body.kind, name: body.name, hint: key.slice(0, 8), createdAt: now(), revokedAt: null };
       keys.push(summary);
+      issued.set(key, summary);
       return send(res, 201, { ...summary, key });
     }
     match = path.match(/^\/keys\/(\w+)$/);

@@ -83,7 +83,7 @@ test("every view, signed in by keyboard, under the CSP", async () => {
   await page.getByText("Ready: sessions can start.").waitFor({ timeout: 15_000 });
   await shots.take(page, "agent");
   await page.getByRole("link", { name: /^Lines of session/ }).click();
-  await page.getByText("simulated line of the session").waitFor();
+  await page.getByText("a line of the session (simulated)").waitFor();
   assert.match(page.url(), /logs\?sessionId=/);
   await shots.take(page, "logs");
 
