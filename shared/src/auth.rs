@@ -460,7 +460,7 @@ pub async fn person_caller<K: KeyStore>(
 ) -> Result<PersonRecord, ApiError> {
     let caller = session_caller(request, keys).await?;
     let CallerKind::Person { person_id } = caller.kind else {
-        return Err(ApiError::Forbidden);
+        return Err(ApiError::KeysNeedAPerson);
     };
     // Through the gateway the context names the person only; their record (e-mail, creation)
     // is one GetItem, and a person removed since the cached verdict is refused here at once.
@@ -737,7 +737,7 @@ mod tests {
             let key = store.key.as_ref().unwrap().0.expose().to_owned();
             let error = person_caller(&request(&format!("Bearer {key}")), &store).await;
             assert!(
-                matches!(error, Err(ApiError::Forbidden)),
+                matches!(error, Err(ApiError::KeysNeedAPerson)),
                 "{kind:?}: {error:?}"
             );
         }
@@ -826,7 +826,7 @@ mod tests {
         let key = through_gateway(serde_json::json!({"accountId": "acme", "namespace": "acme-ns"}));
         assert!(matches!(
             person_caller(&key, &store).await,
-            Err(ApiError::Forbidden)
+            Err(ApiError::KeysNeedAPerson)
         ));
     }
 }

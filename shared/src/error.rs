@@ -51,6 +51,9 @@ pub enum ApiError {
         "A public key may only start sessions (POST /v1/public/{{agentName}}/start); use a private key"
     )]
     Forbidden,
+    /// An API key on the keys routes (contract section 13): a leaked key cannot mint more.
+    #[error("API keys cannot manage keys: sign in to the console and manage them there")]
+    KeysNeedAPerson,
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -126,7 +129,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::Forbidden | ApiError::KeysNeedAPerson => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
@@ -145,7 +148,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest { .. } => "GENERIC_BAD_REQUEST",
             ApiError::Unauthorized => "UNAUTHORIZED",
-            ApiError::Forbidden => "FORBIDDEN",
+            ApiError::Forbidden | ApiError::KeysNeedAPerson => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::Conflict(_) => "CONFLICT",
             ApiError::PreconditionFailed => "PRECONDITION_FAILED",
@@ -227,6 +230,7 @@ mod tests {
             ),
             (ApiError::Unauthorized, 401, "UNAUTHORIZED"),
             (ApiError::Forbidden, 403, "FORBIDDEN"),
+            (ApiError::KeysNeedAPerson, 403, "FORBIDDEN"),
             (ApiError::AgentNotReady, 503, "AGENT_NOT_READY"),
             (ApiError::AgentAtCapacity, 429, "AGENT_AT_CAPACITY"),
             (ApiError::NotFound("no".into()), 404, "NOT_FOUND"),

@@ -226,6 +226,10 @@ async fn an_api_key_is_403_and_a_person_unknown_to_the_store_401() {
         (StatusCode::FORBIDDEN, &json!("FORBIDDEN")),
         "{body}"
     );
+    assert_eq!(
+        body["error"],
+        "API keys cannot manage keys: sign in to the console and manage them there"
+    );
     // A person removed since the gateway cached its verdict.
     account::remove_person(&store, FIXTURE_PERSON_ID)
         .await
