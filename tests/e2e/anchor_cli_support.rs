@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use integration_tests::bounded::{self, Bound, Try};
+pub use integration_tests::docker::docker;
 use integration_tests::stack::Stack;
 use shared::auth::ApiKey;
 
@@ -174,20 +175,6 @@ impl Run {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self}"))
     }
-}
-
-/// `docker ARGS...`: its stdout; panics when it fails.
-pub fn docker(args: &[&str]) -> String {
-    let output = Command::new("docker")
-        .args(args)
-        .output()
-        .expect("the docker command runs");
-    assert!(
-        output.status.success(),
-        "docker {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// Waits (60 s at most) until no container of the agent is left on the engine, in any state.

@@ -3,10 +3,10 @@
 //! command, as an operator would. One of its tests kills the stack's data plane: it runs alone,
 //! the others together ([`shared_data_plane`], [`data_plane_alone`]).
 
-use std::process::Command;
 use std::time::Duration;
 
 use integration_tests::bounded::{self, Bound, Try};
+pub use integration_tests::docker::docker;
 use integration_tests::stack::Stack;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -63,20 +63,6 @@ pub async fn ready_agent(stack: &Stack, key: &ApiKey, body: &Value) -> Value {
         agent["activeDeploymentReady"] == true
     })
     .await
-}
-
-/// `docker` with `args`: its stdout; panics when it fails.
-pub fn docker(args: &[&str]) -> String {
-    let output = Command::new("docker")
-        .args(args)
-        .output()
-        .expect("the docker command runs");
-    assert!(
-        output.status.success(),
-        "docker {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// The ids of the agent containers (a replica's holder left out) that run for this stack's

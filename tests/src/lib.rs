@@ -38,6 +38,9 @@ pub mod streams;
 /// The README's walkthroughs, run as written.
 pub mod walkthrough;
 
+/// The `docker` command, for the suites on the Docker Engine.
+pub mod docker;
+
 /// A store on fresh tables, plus the client for direct checks.
 pub struct TestStore {
     pub store: DynamoStore,
