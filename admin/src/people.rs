@@ -8,6 +8,7 @@ use aws_sdk_cognitoidentityprovider::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_cognitoidentityprovider::types::{AttributeType, MessageActionType};
 use shared::account::{self, AccountError, AccountStore};
 use shared::auth::PersonRecord;
+use shared::error::StoreError;
 use shared::timestamp::now_rfc3339_millis;
 
 /// Why the user pool could not do what was asked.
@@ -25,6 +26,12 @@ pub enum PeopleError {
     NoSub(&'static str),
     #[error("no person {0} in the user pool")]
     NoPerson(String),
+    /// The account's side of inviting or removing: its rules (another account's person) or
+    /// the store.
+    #[error(transparent)]
+    Account(#[from] AccountError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 fn cognito<E: ProvideErrorMetadata, R>(
@@ -165,7 +172,7 @@ pub async fn invite_person<S: AccountStore>(
     account_id: &str,
     email: &str,
     password: Option<&str>,
-) -> Result<PersonRecord, crate::error::AdminError> {
+) -> Result<PersonRecord, PeopleError> {
     let account = store
         .get_account(account_id)
         .await?
@@ -177,7 +184,7 @@ pub async fn invite_person<S: AccountStore>(
         && let Err(refused) = pool.set_password(email, password).await
     {
         pool.delete_user(email).await?;
-        return Err(refused.into());
+        return Err(refused);
     }
     let person = PersonRecord {
         person_id,
@@ -201,7 +208,7 @@ pub async fn remove_person<S: AccountStore>(
     store: &S,
     pool: &Pool,
     email: &str,
-) -> Result<String, crate::error::AdminError> {
+) -> Result<String, PeopleError> {
     let person_id = pool.sub(email).await?;
     account::remove_person(store, &person_id).await?;
     pool.delete_user(email).await?;
