@@ -7,6 +7,9 @@
 use std::process::{Command, Output};
 
 use shared::config::TableNames;
+use support::tables;
+
+mod support;
 
 /// moto's server on a free port, stopped when dropped.
 struct Moto {
@@ -57,22 +60,6 @@ fn run(command: &mut Command) -> String {
     let output = command.output().expect("runs");
     assert!(output.status.success(), "{command:?}: {output:?}");
     String::from_utf8(output.stdout).unwrap()
-}
-
-fn tables() -> TableNames {
-    let suffix = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
-    TableNames {
-        agents: format!("agents-people-{suffix}"),
-        accounts: format!("accounts-people-{suffix}"),
-        logs: format!("logs-people-{suffix}"),
-    }
 }
 
 /// `agent-hosting-admin ARGS` on `tables` and the pool.
@@ -130,7 +117,7 @@ fn a_person_invited_belongs_to_one_account_signs_in_and_is_removed_from_both() {
         );
         answer["AuthenticationResult"]["AccessToken"].is_string()
     };
-    let tables = tables();
+    let tables = tables("people");
     let admin = |args: &[&str]| admin(&tables, &moto, &pool, args);
     ok(admin(&["create-tables"]));
 

@@ -8,23 +8,9 @@ use std::process::Command;
 use shared::auth::{ApiKey, CallerKind, KeyKind, authenticate};
 use shared::config::{DYNAMODB_ENDPOINT, TableNames};
 use shared::store::dynamodb::DynamoStore;
+use support::tables;
 
-/// Tables of this test's own on the DynamoDB Local of `DYNAMODB_ENDPOINT`.
-fn tables() -> TableNames {
-    let suffix = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
-    TableNames {
-        agents: format!("agents-admin-{suffix}"),
-        accounts: format!("accounts-admin-{suffix}"),
-        logs: format!("logs-admin-{suffix}"),
-    }
-}
+mod support;
 
 /// `agent-hosting-admin ARGS` on `tables`: its stdout, once it succeeded.
 fn admin(tables: &TableNames, args: &[&str]) -> String {
@@ -64,7 +50,7 @@ async fn accepted(store: &DynamoStore, key: &ApiKey) -> Option<KeyKind> {
 async fn a_public_key_the_command_revokes_is_refused_and_the_accounts_other_keys_are_not() {
     let endpoint = std::env::var(DYNAMODB_ENDPOINT)
         .expect("DYNAMODB_ENDPOINT: run under scripts/with-dynamodb.sh");
-    let tables = tables();
+    let tables = tables("admin");
     admin(&tables, &["create-tables"]);
     let issue = |kind: &'static str| {
         let args = ["issue-key", "acme", "--create-account", "--kind", kind];
