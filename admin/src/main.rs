@@ -203,11 +203,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
         }
         Command::CreateAccount { account, namespace } => {
             let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
-            let account = account::ensure_account(&store, &account, namespace.as_deref()).await?;
-            eprintln!(
-                "account {} namespace {}",
-                account.account_id, account.namespace
-            );
+            let account = ensured_account(&store, &account, namespace.as_deref()).await?;
             ensure_gateway_key(gateway, &account.account_id).await?;
             println!("{}", account.namespace);
         }
@@ -219,12 +215,7 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
         } => {
             let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
             if create_account {
-                let account =
-                    account::ensure_account(&store, &account, namespace.as_deref()).await?;
-                eprintln!(
-                    "account {} namespace {}",
-                    account.account_id, account.namespace
-                );
+                ensured_account(&store, &account, namespace.as_deref()).await?;
             }
             let (key, record) = account::issue_key(&store, &account, kind).await?;
             ensure_gateway_key(gateway, &account).await?;
@@ -262,13 +253,8 @@ async fn run(cli: Cli) -> Result<(), AdminError> {
             let pool = pool(&cli.people_pool_id, cli.cognito_endpoint.as_deref()).await?;
             let gateway = account_gateway(gateway.as_ref(), without_gateway)?;
             if create_account {
-                let account =
-                    account::ensure_account(&store, &account, namespace.as_deref()).await?;
-                eprintln!(
-                    "account {} namespace {}",
-                    account.account_id, account.namespace
-                );
-                ensure_gateway_key(gateway, &account.account_id).await?;
+                ensured_account(&store, &account, namespace.as_deref()).await?;
+                ensure_gateway_key(gateway, &account).await?;
             }
             let person =
                 people::invite_person(&store, &pool, &account, &email, password.as_deref()).await?;
@@ -449,6 +435,20 @@ fn account_gateway(
         )),
         gateway => Ok(gateway),
     }
+}
+
+/// The account, made (with `namespace`, else a generated one) when absent; said on stderr.
+async fn ensured_account(
+    store: &DynamoStore,
+    account_id: &str,
+    namespace: Option<&str>,
+) -> Result<account::Account, AdminError> {
+    let account = account::ensure_account(store, account_id, namespace).await?;
+    eprintln!(
+        "account {} namespace {}",
+        account.account_id, account.namespace
+    );
+    Ok(account)
 }
 
 async fn ensure_gateway_key(gateway: Option<&Gateway>, account: &str) -> Result<(), AdminError> {
