@@ -12,21 +12,12 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-local_dir="$root/.local"
-awscli_version="1.45.11"
-awscli_venv="$local_dir/awscli-venv"
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "console: $*"; exit 1; }
 
 ensure_aws_cli() {
-  command -v aws >/dev/null 2>&1 && { aws_cli=aws; return; }
-  if [ ! -x "$awscli_venv/bin/aws" ]; then
-    log "installing awscli $awscli_version under .local/awscli-venv"
-    python3 -m venv "$awscli_venv"
-    "$awscli_venv/bin/pip" install -q --disable-pip-version-check "awscli==$awscli_version"
-  fi
-  aws_cli="$awscli_venv/bin/aws"
+  aws_cli=$("$root/scripts/local.sh" aws-cli)
 }
 
 region() {

@@ -26,8 +26,6 @@ bin_dir="$work/bin"
 repository="agent-hosting-platform"
 target=aarch64-unknown-linux-gnu
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
-awscli_version="1.45.11"
-awscli_venv="$local_dir/awscli-venv"
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "images: $*"; exit 1; }
@@ -215,14 +213,7 @@ build() {
 }
 
 ensure_aws_cli() {
-  command -v aws >/dev/null 2>&1 && { aws_cli=aws; return; }
-  # In a venv of its own: the CLI pins botocore exactly, which sam's venv must not have changed.
-  if [ ! -x "$awscli_venv/bin/aws" ]; then
-    log "installing awscli $awscli_version under .local/awscli-venv"
-    python3 -m venv "$awscli_venv"
-    "$awscli_venv/bin/pip" install -q --disable-pip-version-check "awscli==$awscli_version"
-  fi
-  aws_cli="$awscli_venv/bin/aws"
+  aws_cli=$("$root/scripts/local.sh" aws-cli)
 }
 
 # The repository (created if missing), with immutable tags and a scan on each push, set again

@@ -54,6 +54,8 @@ moto_venv="$local_dir/moto-venv"
 pipecat_cli_version="1.3.0"
 pipecatcloud_version="1.4.0"
 pipecat_venv="$local_dir/pipecat-venv"
+awscli_version="1.45.11"
+awscli_venv="$local_dir/awscli-venv"
 tools_venv="$local_dir/tools-venv"
 checkov_version="3.3.30"
 checkov_venv="$local_dir/checkov-venv"
@@ -126,6 +128,19 @@ ensure_pipecat_cli() {
     "$pipecat_venv/bin/pip" install -q --disable-pip-version-check \
       "pipecat-ai-cli==$pipecat_cli_version" "pipecatcloud==$pipecatcloud_version"
   fi
+}
+
+# The AWS CLI that scripts/images.sh and scripts/console.sh run, its path on stdout: the
+# machine's own, else one in a venv of its own (it pins botocore exactly, which sam's venv must
+# not have changed).
+ensure_aws_cli() {
+  command -v aws && return
+  if [ ! -x "$awscli_venv/bin/aws" ]; then
+    log "installing awscli $awscli_version under .local/awscli-venv"
+    python3 -m venv "$awscli_venv" >&2
+    "$awscli_venv/bin/pip" install -q --disable-pip-version-check "awscli==$awscli_version" >&2
+  fi
+  echo "$awscli_venv/bin/aws"
 }
 
 # moto's server, in a venv of its own (its pins are not sam's). Tests start it concurrently:
@@ -431,7 +446,8 @@ case "${1:-}" in
   dynamodb-stop) shift; dynamodb_stop "$@" ;;
   moto) ensure_moto ;;
   pipecat-cli) ensure_pipecat_cli ;;
+  aws-cli) ensure_aws_cli ;;
   moto-start) shift; moto_start "$@" ;;
   cursor-secret) shift; cursor_secret "$@" ;;
-  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|docker-engine|lambda-image ARCH|example-image|holder-image|docker-bridge-ip|console|chromium"; exit 2 ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|aws-cli|docker-engine|lambda-image ARCH|example-image|holder-image|docker-bridge-ip|console|chromium"; exit 2 ;;
 esac
