@@ -11,10 +11,11 @@ use http::StatusCode;
 use time::OffsetDateTime;
 
 use super::config::{AgentConfig, ConfigChanges};
-use super::record::{Agent, AgentRecord};
+use super::record::AgentRecord;
 use super::set_use::SetMember;
 use super::status::{ReportOutcome, StatusReport, Unapplied};
 use super::store::{AgentStore, Change, CreateOutcome, WriteOutcome};
+use super::view::Agent;
 use crate::ApiError;
 use crate::auth::Principal;
 use crate::error::StoreError;

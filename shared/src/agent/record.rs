@@ -12,9 +12,6 @@ use super::config::AgentConfig;
 use crate::auth::Principal;
 use crate::manifest::Manifest;
 
-// The agent object, made in view.rs, is named here too, where it was made before.
-pub use super::view::{Agent, AgentDetail, AgentRead, NoiseVivaStatus};
-
 /// The deployment object (agent-hosting-api 2.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
