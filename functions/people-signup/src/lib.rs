@@ -1,0 +1,114 @@
+//! Self sign-up (template parameter `SelfSignUp`, docs/people.md): the user pool's
+//! post-confirmation trigger. When a person confirms their own sign-up, they get an account of
+//! their own (a generated namespace) and the item that ties them to it, through the account
+//! rules every other writer uses (`account::ensure_account`, `account::add_person`). Any other
+//! confirmation (a forgotten password reset) changes nothing.
+//!
+//! Cognito requires the event back unchanged, and retries a trigger that failed or timed out:
+//! the account's id is drawn from the person's `sub`, so a retry finds the account the first try
+//! made (even one whose person was not written) instead of making a second. A store failure is
+//! an error to the runtime: Cognito then fails the confirmation and the person confirms again.
+
+use aws_lambda_events::cognito::{
+    CognitoEventUserPoolsPostConfirmation, CognitoEventUserPoolsPostConfirmationTriggerSource,
+};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use shared::account::{self, AccountError, AccountStore};
+use shared::auth::{KeyStore, PersonRecord};
+use shared::timestamp::now_rfc3339_millis;
+
+/// The prefix of the accounts self sign-up makes (operators name theirs).
+pub const ACCOUNT_PREFIX: &str = "acct-";
+/// Hex digits of the sub's SHA-256 in the account id: 128 bits, as many as the sub's own.
+const ACCOUNT_HEX_DIGITS: usize = 32;
+
+/// Why a confirmation could not be given its account; Cognito fails the confirmation.
+#[derive(Debug, thiserror::Error)]
+pub enum SignupError {
+    #[error("not a post-confirmation event: {0}")]
+    NotPostConfirmation(#[source] serde_json::Error),
+    #[error("the event's user attributes have no sub")]
+    NoSub,
+    #[error(transparent)]
+    Account(#[from] AccountError),
+}
+
+/// What a confirmation did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Not a sign-up (a password reset): nothing to do.
+    NotSignUp,
+    /// The person belonged to an account already (a retry, or invited meanwhile).
+    AlreadyTied { account_id: String },
+    /// A new account, and the person tied to it.
+    Made { account_id: String },
+    /// Tied to another account while this one was being made (an operator's invitation).
+    TiedMeanwhile { unused_account_id: String },
+}
+
+/// The account self sign-up makes for the person `sub`: the same id on every try.
+pub fn account_id_of(sub: &str) -> String {
+    let digest = Sha256::digest(sub.as_bytes());
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("{ACCOUNT_PREFIX}{}", &hex[..ACCOUNT_HEX_DIGITS])
+}
+
+/// The trigger: the event is answered as it came (Cognito's rule), once its person has an
+/// account.
+pub async fn handle<S: AccountStore + KeyStore>(
+    store: &S,
+    event: Value,
+) -> Result<Value, SignupError> {
+    let outcome = confirm(store, &event).await?;
+    tracing::info!(?outcome, "post-confirmation");
+    Ok(event)
+}
+
+/// The account and person a confirmation of a sign-up makes, once.
+pub async fn confirm<S: AccountStore + KeyStore>(
+    store: &S,
+    event: &Value,
+) -> Result<Outcome, SignupError> {
+    let parsed: CognitoEventUserPoolsPostConfirmation =
+        serde_json::from_value(event.clone()).map_err(SignupError::NotPostConfirmation)?;
+    let source = parsed.cognito_event_user_pools_header.trigger_source;
+    if !matches!(
+        source,
+        Some(CognitoEventUserPoolsPostConfirmationTriggerSource::ConfirmSignUp)
+    ) {
+        return Ok(Outcome::NotSignUp);
+    }
+    let attributes = parsed.request.user_attributes;
+    let sub = attributes
+        .get("sub")
+        .filter(|sub| !sub.is_empty())
+        .ok_or(SignupError::NoSub)?;
+    if let Some(person) = store.find_person(sub).await.map_err(AccountError::from)? {
+        return Ok(Outcome::AlreadyTied {
+            account_id: person.account_id,
+        });
+    }
+    let account = account::ensure_account(store, &account_id_of(sub), None).await?;
+    let person = PersonRecord {
+        person_id: sub.clone(),
+        account_id: account.account_id.clone(),
+        namespace: account.namespace,
+        email: attributes.get("email").cloned().unwrap_or_default(),
+        created_at: now_rfc3339_millis(),
+    };
+    match account::add_person(store, &person).await {
+        Ok(()) => Ok(Outcome::Made {
+            account_id: account.account_id,
+        }),
+        // Tied to another account meanwhile (an operator's invitation): a person belongs to
+        // one account, and they have it. The empty account made here is the operator's to delete.
+        Err(AccountError::PersonTaken(_)) => Ok(Outcome::TiedMeanwhile {
+            unused_account_id: account.account_id,
+        }),
+        Err(error) => Err(error.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests;
