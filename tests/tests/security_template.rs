@@ -245,6 +245,11 @@ fn self_sign_up_is_off_by_default_and_on_calls_the_pools_trigger() {
     assert_eq!(condition, "SelfSignUpOn");
     assert_eq!(get_att(on), Some("PeopleSignupFunction.Arn"));
     assert_eq!(reference(off), Some("AWS::NoValue"));
+    // What the console's config.json says (scripts/console.sh), so that it offers sign-up.
+    assert_eq!(
+        reference(&template["Outputs"]["SelfSignUp"]["Value"]),
+        Some("SelfSignUp")
+    );
 }
 
 /// The trigger, its log group and the pool's permission to invoke it exist only when SelfSignUp
