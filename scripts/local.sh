@@ -36,6 +36,10 @@
 #                                          stack then runs without a console)
 #   scripts/local.sh chromium              Debian's chromium for the console's e2e (apt on first
 #                                          use); prints its path
+#   scripts/local.sh build BIN...          the workspace's binaries BIN for this machine, as
+#                                          cargo lambda builds the functions (see host_build);
+#                                          prints the directory they are in
+#   scripts/local.sh host-triple           this machine's target triple (rustc's host)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -315,7 +319,25 @@ ensure_example_image() {
   echo "$image"
 }
 
-# The holder's image: `cargo build -p data-plane --bin holder`, then the binary at /holder and
+host_triple() {
+  rustc -vV | sed -n 's/^host: //p'
+}
+
+# host_build BIN...: `cargo build` of the binaries BIN in the default members' feature set and
+# cargo's directory for this machine's target triple, where cargo lambda builds the functions
+# (it always names a target). The holder, the operator command and the development data plane
+# then share one build of the dependencies with the functions: `-p` or the plain target
+# directory would each unify features of their own, and cost a full build each. Prints the
+# directory.
+host_build() {
+  local triple bins=()
+  triple=$(host_triple)
+  for bin in "$@"; do bins+=(--bin "$bin"); done
+  (cd "$root" && cargo build --quiet --target "$triple" "${bins[@]}" >&2)
+  echo "${CARGO_TARGET_DIR:-$root/target}/$triple/debug"
+}
+
+# The holder's image: the binary (host_build holder) at /holder and
 # the libraries ldd names at their own paths, imported as an image of nothing else (no shell, no
 # package), run as nobody. Its tag is the binary's digest: an unchanged binary is not imported
 # again. Prints the image's name.
@@ -324,8 +346,7 @@ ensure_holder_image() {
   mkdir -p "$local_dir"
   exec {lock}>"$local_dir/holder-image.lock"
   flock "$lock"
-  (cd "$root" && cargo build --quiet -p data-plane --bin holder >&2)
-  binary="${CARGO_TARGET_DIR:-$root/target}/debug/holder"
+  binary="$(host_build holder)/holder"
   digest=$(sha256sum "$binary" | cut -c 1-12)
   image="agent-hosting.local/holder:$digest"
   if ! docker image inspect "$image" >/dev/null 2>&1; then
@@ -442,6 +463,8 @@ case "${1:-}" in
   docker-bridge-ip) docker_bridge_ip ;;
   console) build_console ;;
   chromium) ensure_chromium ;;
+  build) shift; host_build "$@" ;;
+  host-triple) host_triple ;;
   dynamodb-start) shift; dynamodb_start "$@" ;;
   dynamodb-stop) shift; dynamodb_stop "$@" ;;
   moto) ensure_moto ;;
@@ -449,5 +472,5 @@ case "${1:-}" in
   aws-cli) ensure_aws_cli ;;
   moto-start) shift; moto_start "$@" ;;
   cursor-secret) shift; cursor_secret "$@" ;;
-  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|aws-cli|docker-engine|lambda-image ARCH|example-image|holder-image|docker-bridge-ip|console|chromium"; exit 2 ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|aws-cli|docker-engine|lambda-image ARCH|example-image|holder-image|docker-bridge-ip|console|chromium|build BIN...|host-triple"; exit 2 ;;
 esac

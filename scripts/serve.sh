@@ -93,8 +93,13 @@ cat <<INFO
 
   API:         $STACK_API_URL
   Dev API key: $key
-  Console:     ${STACK_API_URL%/v1}/console/  (dev@example.com / $console_password)
 INFO
+# sam local serves the API only: the console is the local gateway's (make run).
+if [ -n "${STACK_CONSOLE_URL:-}" ]; then
+  echo "  Console:     $STACK_CONSOLE_URL  (dev@example.com / $console_password)"
+else
+  echo "  Console:     not served here (make run serves it; docs/console.md)"
+fi
 if [ "$mode" = sam ]; then
   cat <<INFO
   Served by sam local ($STACK_SAM_ARCH) on the template as deployed: start-api (the gateway and

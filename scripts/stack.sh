@@ -25,6 +25,7 @@
 #   STACK_DATA_PLANE_LOG, STACK_DATA_PLANE_PID_FILE: its log, and the file naming its current PID
 #   STACK_PEOPLE_ENDPOINT, STACK_PEOPLE_POOL_ID, STACK_PEOPLE_CLIENT_ID: the console's user pool
 #                          (moto's Cognito; stack_people), STACK_CONSOLE_CONFIG its config.json
+#   STACK_CONSOLE_URL      the console (watch only: the local gateway serves it), when it built
 #
 # The development data plane keeps its place in the agents table's stream in STACK_CHECKPOINT
 # (default: a file per DynamoDB Local port under .local/), so that a restart resumes there.
@@ -308,7 +309,7 @@ stack_key() {
 # The host's target triple: cargo lambda watch and cargo lambda build (which always names a
 # target) then build the same units, so the functions compile once for both.
 stack_host_triple() {
-  rustc -vV | sed -n 's/^host: //p'
+  "$stack_root/scripts/local.sh" host-triple
 }
 
 # stack_data_plane NAMES: the development data plane (devplane/, a simulation): the stream
@@ -320,9 +321,10 @@ stack_host_triple() {
 stack_data_plane() {
   local names=$1 log="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.log"
   # The data plane is built with the operator command, in one build.
-  "$stack_root/scripts/admin.sh" --build-only
+  local bin_dir
+  bin_dir=$("$stack_root/scripts/admin.sh" --build-only)
   # Set beforehand, another build's binary (a test checked against an earlier data plane).
-  export STACK_DATA_PLANE_BIN=${STACK_DATA_PLANE_BIN:-"$stack_root/target/debug/dev-data-plane"}
+  export STACK_DATA_PLANE_BIN=${STACK_DATA_PLANE_BIN:-"$bin_dir/dev-data-plane"}
   [ "${STACK_DATA_PLANE:-on}" = off ] && return
   local checkpoint=${STACK_CHECKPOINT:-}
   if [ -z "$checkpoint" ]; then
@@ -405,11 +407,22 @@ stack_watch() {
 # cargo lambda watch at UPSTREAM: what the deployed REST API answers by itself (an unrouted
 # path, a body over 10 MB) in the template's gateway responses, and a request with a byte that
 # is not UTF-8 handed on as API Gateway hands it to a function.
+# It also serves the console's build under /console/ with the stack's config.json
+# (STACK_CONSOLE_URL), unless there is no node or npm here to build it (or the build fails:
+# said on stderr, and the API runs without a console).
 stack_gateway() {
-  local port=$1 upstream=$2 log="$stack_root/.local/gateway-$1.log"
-  "$stack_root/scripts/admin.sh" --build-only
-  (cd "$stack_root" && exec "$stack_root/target/debug/dev-gateway" \
-    --listen "127.0.0.1:$port" --upstream "$upstream") >"$log" 2>&1 &
+  local port=$1 upstream=$2 log="$stack_root/.local/gateway-$1.log" console console_args=() bin_dir
+  bin_dir=$("$stack_root/scripts/admin.sh" --build-only)
+  console=$("$stack_root/scripts/local.sh" console) || {
+    echo "warning: the console did not build; the stack runs without it" >&2
+    console=""
+  }
+  if [ -n "$console" ] && [ -n "${STACK_CONSOLE_CONFIG:-}" ]; then
+    console_args=(--console "$console" --console-config "$STACK_CONSOLE_CONFIG")
+    export STACK_CONSOLE_URL="http://127.0.0.1:$port/console/"
+  fi
+  (cd "$stack_root" && exec "$bin_dir/dev-gateway" \
+    --listen "127.0.0.1:$port" --upstream "$upstream" "${console_args[@]}") >"$log" 2>&1 &
   stack_pids+=("$!")
   STACK_LOGS+=("$log")
   stack_wait_for "http://127.0.0.1:$port/" "the local gateway" "$!" "$log"
