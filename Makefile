@@ -29,6 +29,7 @@ export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
 
 help:
 	@echo "make run      start the API on http://127.0.0.1:$(PORT)/v1 with DynamoDB Local, print a dev API key"
+	@echo "              and the console on http://127.0.0.1:$(PORT)/console/ with a person to sign in as"
 	@echo "make sam-local   the same through sam local (the template as deployed: gateway, authorizer,"
 	@echo "              containers; Lambda's Invoke API on port $(PORT)+1; SAM_LOCAL_ARCH=arm64 to emulate arm64)"
 	@echo "make test     run every test (starts its own DynamoDB Local, cargo lambda watch and sam local)"
@@ -75,7 +76,7 @@ test:
 	@$(MAKE) --no-print-directory e2e
 
 e2e:
-	@scripts/timed.sh "e2e watch http sessions schemathesis" scripts/e2e.sh watch http sessions schemathesis
+	@scripts/timed.sh "e2e watch http sessions schemathesis console" scripts/e2e.sh watch http sessions schemathesis console
 	@scripts/timed.sh "e2e watch backlog" scripts/e2e.sh watch backlog
 	@scripts/timed.sh "e2e watch plaintext" scripts/e2e.sh watch plaintext
 	@scripts/timed.sh "e2e watch dataplane anchor-cli (Docker Engine)" scripts/e2e.sh watch dataplane anchor-cli
