@@ -20,7 +20,7 @@ const consoleDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const root = join(consoleDir, "..");
 const dist = join(consoleDir, "dist");
 
-let moto, motoPid, fake, browser, shots;
+let moto, motoPid, fake, openFake, browser, shots;
 const email = "offline@example.test";
 const secret = password();
 
@@ -34,7 +34,10 @@ before(async () => {
   }
   const { poolId, clientId } = await makePool(moto);
   await makePerson(moto, poolId, email, secret);
-  fake = await startFake({ dist, config: { apiBase: "/v1", region: "us-east-1", userPoolId: poolId, clientId, cognitoEndpoint: `${moto}/`, selfSignUp: false } });
+  const config = { apiBase: "/v1", region: "us-east-1", userPoolId: poolId, clientId, cognitoEndpoint: `${moto}/`, selfSignUp: false };
+  fake = await startFake({ dist, config });
+  // The same console and pool, as a stack with SelfSignUp=true serves them.
+  openFake = await startFake({ dist, config: { ...config, selfSignUp: true } });
   browser = await launch();
   shots = screenshots(join(root, ".local", "e2e-console-offline"));
   console.log(`chromium ${browser.version}; screenshots in ${shots.dir}`);
@@ -43,6 +46,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   fake?.close();
+  openFake?.close();
   if (motoPid) process.kill(motoPid);
 });
 
@@ -166,6 +170,48 @@ test("accessible names on every control, no sideways scroll at 200 % zoom", asyn
     assert.equal(await scrollsSideways(page), false, `#/${route} scrolls sideways at 640 px`);
   }
   await shots.take(page, "narrow-logs-or-last");
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// moto confirms any code and never runs the pool's trigger (docs/people.md): this walks the
+// console's side of self sign-up (the fake /v1 takes any token); the trigger has its own tests.
+test("self sign-up: offered only when config.json says so; create, confirm, signed in", async () => {
+  const page = await browser.context.newPage();
+  const problems = watch(page);
+  await page.goto(`${fake.url}/console/#/sign-up`);
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  assert.equal(await page.getByRole("link", { name: "Create an account" }).count(), 0);
+
+  const newcomer = `newcomer-${Date.now()}@example.test`;
+  const chosen = password();
+  await page.goto(`${openFake.url}/console/`);
+  await page.getByRole("link", { name: "Create an account" }).click();
+  await page.getByRole("heading", { name: "Create an account" }).waitFor();
+  await shots.take(page, "sign-up");
+  // Keyboard only, as sign-in: the email field has focus.
+  await page.keyboard.type(newcomer);
+  await page.keyboard.press("Tab");
+  await page.keyboard.type("weak");
+  await page.keyboard.press("Enter");
+  await page.getByRole("alert").filter({ hasText: "does not meet the policy" }).waitFor();
+  await page.getByLabel("Password").fill(chosen);
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Confirm your email" }).waitFor();
+  assert.deepEqual(await unnamedControls(page), []);
+  await shots.take(page, "sign-up-confirm");
+  await page.keyboard.type("123456");
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Agents" }).waitFor();
+  assert.ok(!(await page.content()).includes(chosen), "the password is in no page");
+
+  // The same address again: Cognito's sentence, on the form.
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.goto(`${openFake.url}/console/#/sign-up`);
+  await page.getByLabel("Email").fill(newcomer);
+  await page.getByLabel("Password").fill(chosen);
+  await page.keyboard.press("Enter");
+  await page.getByRole("alert").filter({ hasText: "already an account with this email" }).waitFor();
   assert.deepEqual(problems, []);
   await page.close();
 });

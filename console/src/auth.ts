@@ -48,6 +48,9 @@ const SENTENCES: Record<string, string> = {
   CodeMismatchException: "That code is not right; try the current one.",
   InvalidPasswordException: "That password does not meet the policy: at least 12 characters, with upper and lower case letters and a number.",
   TooManyRequestsException: "Too many attempts; wait a minute and try again.",
+  UsernameExistsException: "There is already an account with this email; sign in instead.",
+  ExpiredCodeException: "That code has expired; send a new one.",
+  LimitExceededException: "Too many attempts; wait a few minutes and try again.",
 };
 
 async function cognito<T>(operation: string, body: object): Promise<T> {
@@ -130,6 +133,29 @@ export async function answerTotp(step: { session: string; username: string }, co
     ChallengeResponses: { USERNAME: step.username, SOFTWARE_TOKEN_MFA_CODE: code },
   });
   return next(answer, step.username);
+}
+
+// Self sign-up (config selfSignUp, the stack's SelfSignUp): Cognito e-mails a code, and its
+// confirmation runs the pool's trigger, which gives the person an account of their own
+// (docs/people.md). Then the person signs in as anyone does.
+
+/** Starts a sign-up; true when Cognito e-mailed a code to confirm (false: confirmed already). */
+export async function signUp(email: string, password: string): Promise<boolean> {
+  const answer = await cognito<{ UserConfirmed?: boolean }>("SignUp", {
+    ClientId: config().clientId,
+    Username: email,
+    Password: password,
+    UserAttributes: [{ Name: "email", Value: email }],
+  });
+  return !answer.UserConfirmed;
+}
+
+export async function confirmSignUp(email: string, code: string): Promise<void> {
+  await cognito("ConfirmSignUp", { ClientId: config().clientId, Username: email, ConfirmationCode: code });
+}
+
+export async function resendCode(email: string): Promise<void> {
+  await cognito("ResendConfirmationCode", { ClientId: config().clientId, Username: email });
 }
 
 /** New access token from the refresh token of this tab; false when there is none or it failed. */

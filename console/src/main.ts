@@ -3,7 +3,7 @@
 
 import "./style.css";
 import { accessToken, refresh, signOut, signedInEmail } from "./auth";
-import { loadConfig } from "./config";
+import { config, loadConfig } from "./config";
 import { announce, h } from "./dom";
 import { current, go, link } from "./router";
 import { agentView } from "./views/agent";
@@ -14,6 +14,7 @@ import { logsView } from "./views/logs";
 import { secretSetView, secretsView } from "./views/secrets";
 import { securityView } from "./views/security";
 import { signinView } from "./views/signin";
+import { signupView } from "./views/signup";
 
 const main = document.getElementById("main") as HTMLElement;
 const top = document.getElementById("top") as HTMLElement;
@@ -68,7 +69,8 @@ async function render(): Promise<void> {
   running = controller;
   const route = current();
   announce(""); // what the last page said does not belong to this one
-  const signingIn = route.path[0] === "sign-in";
+  const signingUp = route.path[0] === "sign-up" && config().selfSignUp;
+  const signingIn = route.path[0] === "sign-in" || signingUp;
   if (!accessToken()) {
     if (!signingIn) {
       wanted = location.hash || "#/agents";
@@ -76,7 +78,10 @@ async function render(): Promise<void> {
       return;
     }
     top.hidden = true;
-    await signinView(() => go(wanted))(main, route, controller.signal);
+    const view = signingUp
+      ? signupView((step) => go(step.kind === "done" ? wanted : "#/sign-in"))
+      : signinView(() => go(wanted));
+    await view(main, route, controller.signal);
     return;
   }
   if (signingIn) {

@@ -2,6 +2,7 @@
 // an authenticator code when TOTP is on).
 
 import { answerNewPassword, answerTotp, signIn, type Step } from "../auth";
+import { config } from "../config";
 import { field, h } from "../dom";
 import { errorBox, heading, showError, type View } from "./common";
 
@@ -18,7 +19,11 @@ export const signinView = (done: () => void): View => async (main) => {
         event.preventDefault();
         submit(() => signIn(email.value.trim(), password.value), () => (password.value = ""));
       });
-      main.replaceChildren(heading("Sign in"), form);
+      // With the stack's SelfSignUp, a way in for someone without an account.
+      const signUp = config().selfSignUp
+        ? [h("p", {}, "No account yet? ", h("a", { href: "#/sign-up" }, "Create an account"))]
+        : [];
+      main.replaceChildren(heading("Sign in"), form, ...signUp);
       email.focus();
       return;
     }
