@@ -115,9 +115,9 @@ async fn an_event_that_is_not_a_post_confirmation_is_an_error_not_a_panic() {
 #[tokio::test]
 async fn a_store_failure_fails_the_confirmation_and_the_retry_finishes_the_same_account() {
     let memory = MemoryStore::default();
-    let outage = PersonWritesFail {
-        inner: &memory,
-        failing: true,
+    let outage = Faulty {
+        person_writes_fail: true,
+        ..Faulty::of(&memory)
     };
     let failed = handle(&outage, sign_up()).await;
     assert!(
@@ -126,10 +126,7 @@ async fn a_store_failure_fails_the_confirmation_and_the_retry_finishes_the_same_
     );
     assert!(memory.find_person(SUB).await.unwrap().is_none());
 
-    let recovered = PersonWritesFail {
-        inner: &memory,
-        failing: false,
-    };
+    let recovered = Faulty::of(&memory);
     assert_eq!(handle(&recovered, sign_up()).await.unwrap(), sign_up());
     let made = accounts(&memory).await;
     assert_eq!(
@@ -141,6 +138,31 @@ async fn a_store_failure_fails_the_confirmation_and_the_retry_finishes_the_same_
     assert_eq!(person.account_id, made[0].account_id);
 }
 
+#[tokio::test]
+async fn a_person_tied_meanwhile_though_a_stale_read_missed_them_keeps_their_one_account() {
+    let memory = MemoryStore::default();
+    shared::testing::seed_fixture_person(&memory).await.unwrap();
+    let mut event = sign_up();
+    event["request"]["userAttributes"]["sub"] = shared::testing::FIXTURE_PERSON_ID.into();
+    // The person check is an eventually consistent read: it may not see an invitation yet.
+    let stale = Faulty {
+        person_reads_stale: true,
+        ..Faulty::of(&memory)
+    };
+    let outcome = confirm(&stale, &event).await.unwrap();
+    let Outcome::TiedMeanwhile { unused_account_id } = outcome else {
+        panic!("{outcome:?}")
+    };
+    let person = memory
+        .find_person(shared::testing::FIXTURE_PERSON_ID)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(person.account_id, shared::testing::dev_owner().account_id);
+    assert_ne!(person.account_id, unused_account_id);
+    assert_eq!(handle(&stale, event.clone()).await.unwrap(), event);
+}
+
 #[test]
 fn an_account_id_is_the_same_for_a_sub_and_differs_between_subs() {
     let id = account_id_of(SUB);
@@ -150,13 +172,25 @@ fn an_account_id_is_the_same_for_a_sub_and_differs_between_subs() {
     assert!(shared::validation::is_dns_label(&id));
 }
 
-/// The memory store, whose person writes fail (the store unreachable) while `failing`.
-struct PersonWritesFail<'a> {
+/// The memory store, whose person writes fail (the store unreachable), or whose person reads
+/// see nothing (an eventually consistent read before the write reached it).
+struct Faulty<'a> {
     inner: &'a MemoryStore,
-    failing: bool,
+    person_writes_fail: bool,
+    person_reads_stale: bool,
 }
 
-impl AccountStore for PersonWritesFail<'_> {
+impl<'a> Faulty<'a> {
+    fn of(inner: &'a MemoryStore) -> Self {
+        Faulty {
+            inner,
+            person_writes_fail: false,
+            person_reads_stale: false,
+        }
+    }
+}
+
+impl AccountStore for Faulty<'_> {
     async fn get_account(&self, account_id: &str) -> Result<Option<Account>, StoreError> {
         self.inner.get_account(account_id).await
     }
@@ -186,7 +220,7 @@ impl AccountStore for PersonWritesFail<'_> {
         self.inner.revoke_key(account_id, key_id, at).await
     }
     async fn add_person(&self, person: &PersonRecord) -> Result<AddedPerson, StoreError> {
-        if self.failing {
+        if self.person_writes_fail {
             return Err(StoreError::Timeout("DynamoDB unreachable".into()));
         }
         self.inner.add_person(person).await
@@ -205,11 +239,14 @@ impl AccountStore for PersonWritesFail<'_> {
     }
 }
 
-impl KeyStore for PersonWritesFail<'_> {
+impl KeyStore for Faulty<'_> {
     async fn find_key(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StoreError> {
         self.inner.find_key(hash).await
     }
     async fn find_person(&self, person_id: &str) -> Result<Option<PersonRecord>, StoreError> {
+        if self.person_reads_stale {
+            return Ok(None);
+        }
         self.inner.find_person(person_id).await
     }
 }
