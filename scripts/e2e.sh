@@ -183,7 +183,7 @@ for suite in "$@"; do
     dataplane) suite_cargo dataplane ;;
     anchor-cli) suite_cargo anchor_cli ;;
     dataplane-bench) suite_cargo dataplane_bench ;;
-    people) suite_cargo people ;;
+    people) suite_cargo people_e2e ;;
     console) console_suite ;;
     *) echo "unknown suite $suite" >&2; exit 2 ;;
   esac

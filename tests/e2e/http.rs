@@ -573,21 +573,6 @@ async fn each_request_is_answered_for_the_account_of_its_own_key() {
     }
 }
 
-/// Asserts that `answer` is what this stack answers a `denial`, and says so when that differs
-/// from the contract.
-fn assert_denied(stack: &Stack, what: &str, denial: Denial, answer: &Answer) {
-    let expected = stack.gateway.denial(denial);
-    assert_eq!(answer.denial_parts(), expected.denial_parts(), "{what}");
-    let contract = Answer::contract_denial();
-    if expected.denial_parts() != contract.denial_parts() {
-        eprintln!(
-            "known difference from contract section 9 ({:?}): {what}: {} {} instead of {} {} \
-             with WWW-Authenticate: Bearer",
-            stack.gateway, answer.status, answer.body, contract.status, contract.body
-        );
-    }
-}
-
 #[tokio::test]
 #[ignore = "end to end: scripts/e2e.sh runs it against a stack"]
 async fn missing_malformed_unknown_and_revoked_keys_are_refused_on_every_route() {
@@ -624,11 +609,11 @@ async fn missing_malformed_unknown_and_revoked_keys_are_refused_on_every_route()
                 |request| request.json(&agent_body("intruder")),
             )
             .await;
-        assert_denied(&stack, &format!("POST /agents, {what}"), *denial, &create);
+        stack.assert_denied(&format!("POST /agents, {what}"), *denial, &create);
         let logs = stack
             .logs_as(authorization.as_deref(), "guarded", &[])
             .await;
-        assert_denied(&stack, &format!("GET logs, {what}"), *denial, &logs);
+        stack.assert_denied(&format!("GET logs, {what}"), *denial, &logs);
     }
 
     // A revoked key stops working (the gateway on AWS caches a verdict for up to 60 s; sam
@@ -638,14 +623,9 @@ async fn missing_malformed_unknown_and_revoked_keys_are_refused_on_every_route()
         .await
         .unwrap();
     let create = stack.create(&key, &agent_body("after-revoke")).await;
-    assert_denied(
-        &stack,
-        "POST /agents, a revoked key",
-        Denial::RefusedKey,
-        &create,
-    );
+    stack.assert_denied("POST /agents, a revoked key", Denial::RefusedKey, &create);
     let logs = stack.logs(&key, "guarded", &[]).await;
-    assert_denied(&stack, "GET logs, a revoked key", Denial::RefusedKey, &logs);
+    stack.assert_denied("GET logs, a revoked key", Denial::RefusedKey, &logs);
 }
 
 /// GET of the agent until `done` says it is, as a deploy tool polls (the development data plane

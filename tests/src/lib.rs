@@ -26,6 +26,12 @@ pub mod template;
 /// A running stack over HTTP, for the suites under e2e/.
 pub mod stack;
 
+/// The stack's user pool: people invited, signed in, and tokens it never issued.
+pub mod people;
+
+/// A person of an account, their token, and requests with it, for the handler tests.
+pub mod tokens;
+
 /// Retries, polls and walks bounded in tries and time, failing with what they waited for.
 pub mod bounded;
 

@@ -173,6 +173,21 @@ impl Stack {
         key
     }
 
+    /// Asserts that `answer` is what this stack answers a `denial`, and says so when that
+    /// differs from the contract.
+    pub fn assert_denied(&self, what: &str, denial: Denial, answer: &Answer) {
+        let expected = self.gateway.denial(denial);
+        assert_eq!(answer.denial_parts(), expected.denial_parts(), "{what}");
+        let contract = Answer::contract_denial();
+        if expected.denial_parts() != contract.denial_parts() {
+            eprintln!(
+                "known difference from contract section 9 ({:?}): {what}: {} {} instead of {} {} \
+                 with WWW-Authenticate: Bearer",
+                self.gateway, answer.status, answer.body, contract.status, contract.body
+            );
+        }
+    }
+
     /// A request to `{STACK_API_URL}{path}` with `authorization` as the header's value, if any.
     pub async fn call(
         &self,

@@ -2,13 +2,10 @@
 //! person of one account reaches nothing of another's with their token, exactly as a key of
 //! that account would not, and a bad token is the bad key's 401 on every family of routes.
 
-use std::collections::HashMap;
-
+use integration_tests::tokens::{person_token, token_request as request};
 use integration_tests::{CURSOR_KEY, parts};
-use lambda_http::{Request, RequestExt};
-use serde_json::{Value, json};
-use shared::account::{add_person, ensure_account};
-use shared::auth::PersonRecord;
+use serde_json::json;
+use shared::account::ensure_account;
 use shared::people::testing::TestIssuer;
 use shared::session::lifecycle::StartWait;
 use shared::store::memory::MemoryStore;
@@ -19,44 +16,9 @@ async fn two_accounts() -> MemoryStore {
     let store = MemoryStore::default();
     for (account, person) in [("alice", "p-alice"), ("bob", "p-bob")] {
         ensure_account(&store, account, None).await.unwrap();
-        let record = PersonRecord {
-            person_id: person.into(),
-            account_id: account.into(),
-            namespace: String::new(),
-            email: format!("{person}@example.test"),
-            created_at: "2026-11-26T14:00:00.000Z".into(),
-        };
-        add_person(&store, &record).await.unwrap();
+        person_token(&store, account, person).await;
     }
     store
-}
-
-/// A request as cargo lambda watch hands it over (no authorizer context): the token checked
-/// by the function itself.
-fn request(
-    method: &str,
-    path: &str,
-    token: &str,
-    params: &[(&str, &str)],
-    body: Option<Value>,
-) -> Request {
-    let body = match body {
-        Some(body) => lambda_http::Body::Text(body.to_string()),
-        None => lambda_http::Body::Empty,
-    };
-    http::Request::builder()
-        .method(method)
-        .uri(format!("https://api.example.com{path}"))
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/json")
-        .body(body)
-        .unwrap()
-        .with_path_parameters(
-            params
-                .iter()
-                .map(|(name, value)| (name.to_string(), value.to_string()))
-                .collect::<HashMap<_, _>>(),
-        )
 }
 
 fn token(person: &str) -> String {
