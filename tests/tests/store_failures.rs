@@ -12,6 +12,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextMut;
 use aws_sdk_dynamodb::config::retry::RetryPartition;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use integration_tests::tokens::{keys_request, person_token};
 use integration_tests::{
     CURSOR_KEY, LOGS_SETTINGS, TestStore, agent_request, bearer, direct_create, logs_request,
     parts, ready_agent, session_request, start_request,
@@ -205,9 +206,12 @@ enum Route {
     GetSecretSet,
     DeleteSecretSet,
     DeleteSecret,
+    ListKeys,
+    CreateKey,
+    RevokeKey,
 }
 
-const ROUTES: [Route; 17] = [
+const ROUTES: [Route; 20] = [
     Route::CreateAgent,
     Route::ListAgents,
     Route::GetAgent,
@@ -225,6 +229,9 @@ const ROUTES: [Route; 17] = [
     Route::GetSecretSet,
     Route::DeleteSecretSet,
     Route::DeleteSecret,
+    Route::ListKeys,
+    Route::CreateKey,
+    Route::RevokeKey,
 ];
 
 impl Route {
@@ -240,11 +247,14 @@ impl Route {
     }
 }
 
-/// An account with a ready agent `voice` that has a session, and a secret set `keys` of one
-/// key, `API_KEY`.
+/// An account with a ready agent `voice` that has a session, a secret set `keys` of one key,
+/// `API_KEY`, and a person (the keys routes take only a person's token) who may revoke the
+/// account's key `key_id`.
 struct Fixture {
     key: ApiKey,
     session: String,
+    token: String,
+    key_id: String,
 }
 
 async fn fixture(store: &TestStore, run: usize) -> Fixture {
@@ -261,7 +271,17 @@ async fn fixture(store: &TestStore, run: usize) -> Fixture {
         parts(integration_tests::start_session(store, &key, "voice", None).await);
     assert_eq!(status, 200, "{started}");
     let session = started["sessionId"].as_str().unwrap().to_owned();
-    Fixture { key, session }
+    let token = person_token(&store.store, &owner.account_id, &format!("p-{run}")).await;
+    let keys = shared::account::list_keys(&store.store, &owner.account_id)
+        .await
+        .unwrap();
+    let key_id = keys[0].key_id.clone();
+    Fixture {
+        key,
+        session,
+        token,
+        key_id,
+    }
 }
 
 /// A request to `path` with the key, its path parameters named as the gateway names them.
@@ -288,7 +308,7 @@ fn request(
 }
 
 async fn call(route: Route, s: &DynamoStore, fixture: &Fixture) -> Response<Body> {
-    let (key, id) = (&fixture.key, fixture.session.as_str());
+    let (key, id, token) = (&fixture.key, fixture.session.as_str(), &fixture.token);
     let kms = shared::testing::data_keys::FakeKms::default();
     let set = [("setName", "keys")];
     match route {
@@ -358,6 +378,15 @@ async fn call(route: Route, s: &DynamoStore, fixture: &Fixture) -> Response<Body
             let params = [("setName", "keys"), ("secretKey", "API_KEY")];
             let path = "/v1/secrets/keys/API_KEY";
             delete_secret::handle(s, s, request("DELETE", key, path, &params, None)).await
+        }
+        Route::ListKeys => keys::handle(s, keys_request("GET", token, None, None)).await,
+        Route::CreateKey => {
+            let body = json!({"kind": "private", "name": "ci"});
+            keys::handle(s, keys_request("POST", token, None, Some(&body))).await
+        }
+        Route::RevokeKey => {
+            let revoke = keys_request("DELETE", token, Some(&fixture.key_id), None);
+            keys::handle(s, revoke).await
         }
     }
 }

@@ -240,12 +240,19 @@ async fn a_second_account_reaches_nothing_of_the_first_through_logs_create_or_it
     );
 }
 
+/// Bob's person's token (the keys routes take only a person's) and alice's key id.
+struct KeysOf<'a> {
+    token: &'a str,
+    alice_key_id: &'a str,
+}
+
 /// The status and body of bob's request on each route, alice's names in its path.
 async fn every_other_route(
     store: &TestStore,
     key: &ApiKey,
     public: &ApiKey,
     session: &str,
+    keys: KeysOf<'_>,
 ) -> Vec<(&'static str, u16, Value)> {
     use integration_tests::{call, secrets_request, session_request, sessions_list_request};
     let s = &store.store;
@@ -332,6 +339,23 @@ async fn every_other_route(
     let request = secrets_request("PUT", key, &["alice-env"], Some(&body));
     let (status, body) = parts(put_secret_set::handle(s, &kms, s, region, request).await);
     answers.push(("PUT set", status, body));
+    // Keys: his list, a key he makes (his own), and a revocation of her key's id.
+    use integration_tests::tokens::keys_request;
+    let new_key = json!({"kind": "private", "name": "bob-ci"});
+    for (route, request) in [
+        ("GET keys", keys_request("GET", keys.token, None, None)),
+        (
+            "POST keys",
+            keys_request("POST", keys.token, None, Some(&new_key)),
+        ),
+        (
+            "DELETE key id",
+            keys_request("DELETE", keys.token, Some(keys.alice_key_id), None),
+        ),
+    ] {
+        let (status, body) = parts(keys::handle(s, request).await);
+        answers.push((route, status, body));
+    }
     answers
 }
 
@@ -356,19 +380,31 @@ async fn a_second_account_reaches_nothing_of_the_first_on_every_other_route() {
         )
         .await
         .unwrap();
+    let alice_keys = shared::account::list_keys(&store.store, &alice.account_id)
+        .await
+        .unwrap();
     let (bob, bob_key) = store.account_with_key("bob").await;
     let bob_public = store.public_key("bob").await;
+    let bob_token = integration_tests::tokens::person_token(&store.store, "bob", "p-bob").await;
 
-    let answers = every_other_route(&store, &bob_key, &bob_public, &session).await;
+    let keys = KeysOf {
+        token: &bob_token,
+        alice_key_id: &alice_keys[0].key_id,
+    };
+    let answers = every_other_route(&store, &bob_key, &bob_public, &session, keys).await;
     let not_found = |status: u16, body: &Value| status == 404 && body["code"] == "NOT_FOUND";
     for (route, status, body) in &answers {
         match *route {
-            "GET agents" | "GET sets" | "PUT set" | "GET organizations" => {
+            "GET agents" | "GET sets" | "PUT set" | "GET organizations" | "GET keys" => {
                 assert_eq!(*status, 200, "{route}: {body}")
             }
+            "POST keys" => assert_eq!(*status, 201, "{route}: {body}"),
             _ => assert!(not_found(*status, body), "{route}: {status} {body}"),
         }
         assert!(!body.to_string().contains(&session), "{route}: {body}");
+        for key in &alice_keys {
+            assert!(!body.to_string().contains(&key.key_id), "{route}: {body}");
+        }
         if *route == "PUT set" {
             // The set's name is bob's to echo: he named it.
             let own = json!({"status": "OK", "name": "alice-env", "type": "secret", "region": "us-east-1"});
@@ -401,9 +437,15 @@ async fn a_second_account_reaches_nothing_of_the_first_on_every_other_route() {
         json!([{"name": bob.account_id, "verboseName": bob.account_id}]),
         "bob's organization is his account"
     );
+    let bobs_keys = listed("GET keys");
+    assert_eq!(
+        bobs_keys["keys"].as_array().map(Vec::len),
+        Some(2),
+        "bob's list is his two keys: {bobs_keys}"
+    );
     assert_eq!(
         answers.len(),
-        16,
+        19,
         "every route but the logs and a create: {answers:?}"
     );
 
@@ -411,6 +453,12 @@ async fn a_second_account_reaches_nothing_of_the_first_on_every_other_route() {
     // bob put is in his namespace.
     let (_, _, after) = integration_tests::call(&store, &alice_key, "GET", "voice", None).await;
     assert_eq!(after, alice_agent);
+    let alice_keys_after = shared::account::list_keys(&store.store, &alice.account_id).await;
+    assert_eq!(
+        alice_keys_after.unwrap(),
+        alice_keys,
+        "her keys, none revoked"
+    );
     assert_eq!(store.namespace_items(&alice.namespace).await, alice_items);
     let service = store.service_of(&alice.namespace, "voice").await;
     let read = store
