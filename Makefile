@@ -76,13 +76,13 @@ test:
 	@$(MAKE) --no-print-directory e2e
 
 e2e:
-	@scripts/timed.sh "e2e watch http sessions schemathesis console" scripts/e2e.sh watch http sessions schemathesis console
+	@scripts/timed.sh "e2e watch http sessions schemathesis people console" scripts/e2e.sh watch http sessions schemathesis people console
 	@scripts/timed.sh "e2e watch backlog" scripts/e2e.sh watch backlog
 	@scripts/timed.sh "e2e watch plaintext" scripts/e2e.sh watch plaintext
 	@scripts/timed.sh "e2e watch dataplane anchor-cli (Docker Engine)" scripts/e2e.sh watch dataplane anchor-cli
 	@scripts/timed.sh "e2e make run twice, killed, interrupted" cargo test --workspace --quiet \
 		--test local_stack -- --ignored --show-output
-	@scripts/timed.sh "e2e sam invoke http sessions" scripts/e2e.sh sam invoke http sessions
+	@scripts/timed.sh "e2e sam invoke http sessions people" scripts/e2e.sh sam invoke http sessions people
 
 # sam and cfn-lint from PyPI, in .local/tools-venv; checkov in .local/checkov-venv, with the
 # checks docs/security.md answers skipped (.checkov.yaml): any other finding fails.

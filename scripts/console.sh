@@ -40,11 +40,13 @@ output() {
 # origin (CloudFront forwards /v1/*), Cognito's regional endpoint.
 config_json() {
   local stack=$1
-  python3 - "$region" "$(output "$stack" PeoplePoolId)" "$(output "$stack" PeopleClientId)" <<'PY'
+  python3 - "$region" "$(output "$stack" PeoplePoolId)" "$(output "$stack" PeopleClientId)" \
+    "$(output "$stack" SelfSignUp)" <<'PY'
 import json, sys
-region, pool, client = sys.argv[1:4]
+region, pool, client, self_sign_up = sys.argv[1:5]
 print(json.dumps({"apiBase": "/v1", "region": region, "userPoolId": pool, "clientId": client,
-                  "cognitoEndpoint": f"https://cognito-idp.{region}.amazonaws.com/", "selfSignUp": False}))
+                  "cognitoEndpoint": f"https://cognito-idp.{region}.amazonaws.com/",
+                  "selfSignUp": self_sign_up == "true"}))
 PY
 }
 

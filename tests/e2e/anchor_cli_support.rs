@@ -40,6 +40,11 @@ pub struct Run {
 
 impl Cli {
     pub fn new(stack: &Stack, key: &ApiKey) -> Self {
+        Cli::with_token(stack, key.expose())
+    }
+
+    /// The CLI given a person's access token as PIPECAT_TOKEN (what `organizations keys` needs).
+    pub fn with_token(stack: &Stack, token: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("pcc-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("config.toml"), "").unwrap();
@@ -47,7 +52,7 @@ impl Cli {
             bin: std::env::var("PIPECAT_BIN")
                 .expect("PIPECAT_BIN: scripts/e2e.sh installs the CLI"),
             host: stack.api.trim_end_matches("/v1").to_owned(),
-            token: key.expose().to_owned(),
+            token: token.to_owned(),
             dir,
         }
     }
@@ -87,6 +92,7 @@ impl Cli {
             .env("PIPECAT_SECRETS_PATH", "/v1/secrets")
             .env("PIPECAT_PROPERTIES_PATH", "/v1/properties")
             .env("PIPECAT_REGIONS_PATH", "/v1/regions")
+            .env("PIPECAT_API_KEYS_PATH", "/v1/keys")
             .env("PIPECAT_TOKEN", &self.token)
             .env("PIPECAT_ORG", ORG)
             .env("PIPECAT_CONFIG_PATH", self.dir.join("config.toml"))
