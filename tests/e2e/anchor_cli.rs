@@ -339,29 +339,45 @@ async fn organizations_keys_list_and_create_with_a_persons_token_and_start_with_
     let person = Pool::from_env().invite("cli-keys").await;
     let cli = Cli::with_token(&stack, &person.token);
 
-    let created = cli.run(&["organizations", "keys", "create", "--name", "web", "--default"]);
+    let created = cli.run(&[
+        "organizations",
+        "keys",
+        "create",
+        "--name",
+        "web",
+        "--default",
+    ]);
     created.exits(0);
     let key = created.rows_after("Name\tKey\tOrganization ID")[0][1].to_owned();
-    assert!(key.starts_with("ahp_"), "a public key, shown once: {created}");
+    assert!(
+        key.starts_with("ahp_"),
+        "a public key, shown once: {created}"
+    );
     let listed = cli.run(&["organizations", "keys", "list"]);
     listed.exits(0);
     let row = listed.rows_after("Name\tKey\tCreated At\tStatus");
     assert!(
-        row.iter().any(|row| row[0] == "web" && row.last() == Some(&"Active")),
+        row.iter()
+            .any(|row| row[0] == "web" && row.last() == Some(&"Active")),
         "{listed}"
     );
-    assert!(!listed.stdout.contains(&key), "a key is never shown again: {listed}");
+    assert!(
+        !listed.stdout.contains(&key),
+        "a key is never shown again: {listed}"
+    );
 
-    cli.run(&["deploy", "keys", &example_image(), "--yes"]).exits(0);
+    cli.run(&["deploy", "keys", &example_image(), "--yes"])
+        .exits(0);
     cli.run(&["agent", "start", "keys", "--force"])
         .exits(0)
-        .has_line(&format!(
-            "{SUCCESS}: Agent 'keys' started successfully"
-        ));
+        .has_line(&format!("{SUCCESS}: Agent 'keys' started successfully"));
     cli.run(&["agent", "delete", "keys", "--force"]).exits(0);
 
     let (_, api_key) = stack.account("cli-keys-by-key").await;
     let refused = Cli::new(&stack, &api_key).run(&["organizations", "keys", "list"]);
     refused.exits(1);
-    assert!(refused.stdout.contains(ERROR) || refused.stderr.contains(ERROR), "{refused}");
+    assert!(
+        refused.stdout.contains(ERROR) || refused.stderr.contains(ERROR),
+        "{refused}"
+    );
 }
