@@ -24,8 +24,9 @@
 # dataplane-bench (tests/e2e/dataplane_bench.rs: make bench's figures of the data plane on
 # Docker; not in make test), people (tests/e2e/people.rs: a person's Cognito access token from
 # the stack's moto pool on the API and /v1/keys, keys refused there, expired and forged tokens),
-# console (console/e2e/console.test.mjs: the console in Debian's chromium through playwright-core,
-# issue 35's walk of it; screenshots in .local/e2e-console; docs/console.md). Nothing the stack starts outlives the run (scripts/stack.sh,
+# console (console/e2e/: the console in Debian's chromium through playwright-core, against a fake
+# /v1 on the stack's moto, then issue 35's walk on the stack; screenshots in .local/e2e-console;
+# docs/console.md). Nothing the stack starts outlives the run (scripts/stack.sh,
 # stack_contain).
 #
 # The data plane of the stack runs on the Docker Engine for the dataplane, anchor-cli and

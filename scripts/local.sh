@@ -30,8 +30,8 @@
 #   scripts/local.sh docker-bridge-ip      the host's address on Docker's bridge (what a function
 #                                          container reaches the host's DynamoDB Local on)
 #   scripts/local.sh console               build the console (console/dist): npm ci when
-#                                          package-lock.json changed since the last one, then npm
-#                                          run build; prints console/dist's path last. Without
+#                                          package-lock.json changed since the last one, npm run
+#                                          build when a source changed; prints console/dist's path last. Without
 #                                          node or npm it warns, prints nothing and succeeds (the
 #                                          stack then runs without a console)
 #   scripts/local.sh chromium              Debian's chromium for the console's e2e (apt on first
@@ -375,7 +375,8 @@ docker_bridge_ip() {
 # (a reinstall is most of the time), under a lock since suites start at once; the build itself
 # takes ~1 s. stdout holds only the path, so `dir=$(scripts/local.sh console)` reads it.
 build_console() {
-  local dir="$root/console" lock sum stamp="$root/console/node_modules/.stamp"
+  local dir="$root/console" lock sum sources stamp="$root/console/node_modules/.stamp"
+  local built="$local_dir/console-dist.stamp"
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     log "warning: node or npm missing: no console (apt-get install nodejs npm for one)"
     return 0
@@ -389,7 +390,14 @@ build_console() {
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
     echo "$sum" >"$stamp"
   fi
-  (cd "$dir" && npm run --silent build -- --logLevel warn >&2)
+  # Built again only when a source changed: a build empties dist/ first, and another stack (two
+  # make run, an e2e beside make run) may be serving it.
+  sources=$(cd "$dir" && find index.html public src package-lock.json tsconfig.json \
+    vite.config.ts -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d ' ' -f 1)
+  if [ "$(cat "$built" 2>/dev/null)" != "$sources" ] || [ ! -e "$dir/dist/index.html" ]; then
+    (cd "$dir" && npm run --silent build -- --logLevel warn >&2)
+    echo "$sources" >"$built"
+  fi
   exec {lock}>&-
   echo "$dir/dist"
 }

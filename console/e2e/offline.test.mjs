@@ -182,6 +182,13 @@ test("self sign-up: offered only when config.json says so; create, confirm, sign
   await page.goto(`${fake.url}/console/#/sign-up`);
   await page.getByRole("heading", { name: "Sign in" }).waitFor();
   assert.equal(await page.getByRole("link", { name: "Create an account" }).count(), 0);
+  // Signed in from there, the person lands on their agents, not on the page not offered.
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(secret);
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Agents", level: 1 }).waitFor();
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
 
   const newcomer = `newcomer-${Date.now()}@example.test`;
   const chosen = password();

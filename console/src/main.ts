@@ -69,8 +69,9 @@ async function render(): Promise<void> {
   running = controller;
   const route = current();
   announce(""); // what the last page said does not belong to this one
+  // #/sign-up is the sign-in page when the stack offers no sign-up, never a page to come back to.
+  const signingIn = route.path[0] === "sign-in" || route.path[0] === "sign-up";
   const signingUp = route.path[0] === "sign-up" && config().selfSignUp;
-  const signingIn = route.path[0] === "sign-in" || signingUp;
   if (!accessToken()) {
     if (!signingIn) {
       wanted = location.hash || "#/agents";

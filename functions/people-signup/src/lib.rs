@@ -7,7 +7,8 @@
 //! Cognito requires the event back unchanged, and retries a trigger that failed or timed out:
 //! the account's id is drawn from the person's `sub`, so a retry finds the account the first try
 //! made (even one whose person was not written) instead of making a second. A store failure is
-//! an error to the runtime: Cognito then fails the confirmation and the person confirms again.
+//! an error to the runtime: Cognito answers the confirmation with an error (docs/people.md: what
+//! the operator does if the person was confirmed all the same).
 
 use aws_lambda_events::cognito::{
     CognitoEventUserPoolsPostConfirmation, CognitoEventUserPoolsPostConfirmationTriggerSource,

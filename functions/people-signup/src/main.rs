@@ -16,7 +16,7 @@ async fn main() -> Result<(), Error> {
         people_signup::handle(store, event.payload)
             .await
             .map_err(|error| {
-                tracing::error!(error = %DisplayErrorContext(&error), "no account for the confirmation; Cognito fails it and the person may confirm again");
+                tracing::error!(error = %DisplayErrorContext(&error), "no account for the confirmation; Cognito answers it with an error");
                 Error::from(error)
             })
     }))
