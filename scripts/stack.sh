@@ -26,6 +26,8 @@
 #   STACK_PEOPLE_ENDPOINT, STACK_PEOPLE_POOL_ID, STACK_PEOPLE_CLIENT_ID: the console's user pool
 #                          (moto's Cognito; stack_people), STACK_CONSOLE_CONFIG its config.json
 #   STACK_CONSOLE_URL      the console (watch only: the local gateway serves it), when it built
+#   STACK_BIN_DIR          where the stack's own binaries are (the operator command, the dev data
+#                          plane and gateway: scripts/local.sh build), for suites that run them
 #
 # The development data plane keeps its place in the agents table's stream in STACK_CHECKPOINT
 # (default: a file per DynamoDB Local port under .local/), so that a restart resumes there.
@@ -323,6 +325,7 @@ stack_data_plane() {
   # The data plane is built with the operator command, in one build.
   local bin_dir
   bin_dir=$("$stack_root/scripts/admin.sh" --build-only)
+  export STACK_BIN_DIR=$bin_dir
   # Set beforehand, another build's binary (a test checked against an earlier data plane).
   export STACK_DATA_PLANE_BIN=${STACK_DATA_PLANE_BIN:-"$bin_dir/dev-data-plane"}
   [ "${STACK_DATA_PLANE:-on}" = off ] && return

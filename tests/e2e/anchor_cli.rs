@@ -375,9 +375,8 @@ async fn organizations_keys_list_and_create_with_a_persons_token_and_start_with_
 
     let (_, api_key) = stack.account("cli-keys-by-key").await;
     let refused = Cli::new(&stack, &api_key).run(&["organizations", "keys", "list"]);
-    refused.exits(1);
-    assert!(
-        refused.stdout.contains(ERROR) || refused.stderr.contains(ERROR),
-        "{refused}"
-    );
+    let sentence = shared::error::ApiError::KeysNeedAPerson.to_string();
+    refused
+        .exits(1)
+        .has_line(&format!("{ERROR} - FORBIDDEN: API Error: {sentence}"));
 }

@@ -207,6 +207,7 @@ async fn another_accounts_person_gets_404_on_its_agent_set_session_and_key_and_s
         bobs_keys.body
     );
     let bobs_agents = as_person(&stack, &bob, Method::GET, "/agents", None).await;
+    assert_eq!(bobs_agents.status, 200, "{:?}", bobs_agents.body);
     assert!(!bobs_agents.body.to_string().contains("tenant-bot"));
 
     // Bob's DELETE revoked nothing: her key still works.

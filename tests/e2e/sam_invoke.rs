@@ -659,6 +659,27 @@ fn every_fixture_answers_as_expected_through_sam_local_invoke() {
         shared::auth::usage_plan_key_value("abc123", "invoke-acme")
     );
 
+    // The sign-up trigger's two invocations made one account, its one person the fixture's.
+    let sub = "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f";
+    let (person, people) = runtime.block_on(async {
+        use shared::account::AccountStore;
+        use shared::auth::KeyStore;
+        let person = store.find_person(sub).await.unwrap();
+        let people = match &person {
+            Some(person) => store.list_people(&person.account_id).await.unwrap(),
+            None => Vec::new(),
+        };
+        (person, people)
+    });
+    let person = person.expect("the signed-up person is tied to an account");
+    assert!(person.account_id.starts_with("acct-"), "{person:?}");
+    assert_eq!(
+        people.len(),
+        1,
+        "one person in the account made: {people:?}"
+    );
+    assert_eq!(person.email, "new-person@example.com");
+
     let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{failures:#?}");
 }

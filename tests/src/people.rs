@@ -7,7 +7,7 @@
 //! Reads `STACK_PEOPLE_ENDPOINT` and `STACK_PEOPLE_CLIENT_ID`; the operator command reads the
 //! stack's own variables (`COGNITO_ENDPOINT`, `PEOPLE_POOL_ID`, the tables), inherited.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use base64::Engine;
@@ -53,7 +53,11 @@ impl Pool {
         Pool {
             endpoint: variable("STACK_PEOPLE_ENDPOINT"),
             client_id: variable("STACK_PEOPLE_CLIENT_ID"),
-            http: reqwest::Client::new(),
+            // A stalled pool fails the request, not the whole run.
+            http: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(30))
+                .build()
+                .expect("an HTTP client"),
         }
     }
 
@@ -103,10 +107,11 @@ impl Pool {
 }
 
 /// `agent-hosting-admin invite-person ACCOUNT EMAIL --create-account --password P` (what
-/// scripts/admin.sh runs, built by the stack's start next to this test's binary): the `sub` of
-/// its line `invited EMAIL to ACCOUNT (person SUB)`.
+/// scripts/admin.sh runs; the binary the stack built, in `STACK_BIN_DIR`, not cargo run: a test
+/// must not wait on cargo's build lock): the `sub` of its line `invited EMAIL to ACCOUNT (person
+/// SUB)`.
 fn invite_person(account_id: &str, email: &str, password: &str) -> String {
-    let binary = build_dir().join("agent-hosting-admin");
+    let binary = PathBuf::from(variable("STACK_BIN_DIR")).join("agent-hosting-admin");
     let output = Command::new(&binary)
         .args(["invite-person", account_id, email, "--create-account"])
         .args(["--password", password])
@@ -127,15 +132,6 @@ fn invite_person(account_id: &str, email: &str, password: &str) -> String {
         .and_then(|(_, rest)| rest.strip_suffix(')'))
         .expect("(person SUB)")
         .to_owned()
-}
-
-/// target/debug (or the profile's directory): where cargo put this test's binary, under deps/.
-fn build_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's own path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
 }
 
 /// A token's header and claims, as JSON.
