@@ -26,7 +26,7 @@
 # the stack's moto pool on the API and /v1/keys, keys refused there, expired and forged tokens),
 # console (console/e2e/: the console in Debian's chromium through playwright-core, against a fake
 # /v1 on the stack's moto, then issue 35's walk on the stack; screenshots in .local/e2e-console;
-# docs/console.md). Nothing the stack starts outlives the run (scripts/stack.sh,
+# docs/console.md), console-offline (the first half alone). Nothing the stack starts outlives the run (scripts/stack.sh,
 # stack_contain).
 #
 # The data plane of the stack runs on the Docker Engine for the dataplane, anchor-cli and
@@ -161,12 +161,13 @@ schemathesis() {
 # console's own node_modules; the stack's variables say where the console, API and pool are.
 # First against a fake /v1 on the stack's moto (what only a fake can answer: a 400 to focus, a
 # TOTP set-up), then against the stack.
+# console-offline runs the first alone (make test, until the stack walk's intermittent failure
+# after the http suites is understood: docs/design/console.md section 10).
 console_suite() {
   [ -n "${STACK_CONSOLE_URL:-}" ] || { echo "the console suite needs the stack's console (STACK_CONSOLE_URL)" >&2; return 1; }
   scripts/local.sh chromium >/dev/null
   [ -n "$(scripts/local.sh console)" ] || { echo "the console suite needs node and npm" >&2; return 1; }
-  MOTO_ENDPOINT=$STACK_PEOPLE_ENDPOINT node --test --test-concurrency=1 \
-    console/e2e/offline.test.mjs console/e2e/console.test.mjs
+  MOTO_ENDPOINT=$STACK_PEOPLE_ENDPOINT node --test --test-concurrency=1 "$@"
 }
 
 for suite in "$@"; do
@@ -185,7 +186,8 @@ for suite in "$@"; do
     anchor-cli) suite_cargo anchor_cli ;;
     dataplane-bench) suite_cargo dataplane_bench ;;
     people) suite_cargo people_e2e ;;
-    console) console_suite ;;
+    console) console_suite console/e2e/offline.test.mjs console/e2e/console.test.mjs ;;
+    console-offline) console_suite console/e2e/offline.test.mjs ;;
     *) echo "unknown suite $suite" >&2; exit 2 ;;
   esac
   echo "e2e $mode $suite: passed in $(($(date +%s) - started)) s"

@@ -30,6 +30,7 @@ const a = { account: `acct-a-${run}`, email: `a-${run}@example.test`, password: 
 const state = {};
 let browser, page, problems, shots;
 const bodies = [];
+const unanswered = new Map();
 
 // A bounded wait for a condition the stack reaches in its own time (no timed assertion: the
 // bound only stops a hung run).
@@ -83,10 +84,19 @@ before(async () => {
   page.on("response", (response) => {
     if (new URL(response.url()).pathname.startsWith("/v1/")) bodies.push(response.text().catch(() => ""));
   });
+  // The API's requests still unanswered at the end, said then: what a page stuck on "Loading…"
+  // waited for.
+  page.on("request", (request) => {
+    const { pathname } = new URL(request.url());
+    if (pathname.startsWith("/v1/")) unanswered.set(request, `${request.method()} ${pathname} sent ${new Date().toISOString()}`);
+  });
+  page.on("requestfinished", (request) => unanswered.delete(request));
+  page.on("requestfailed", (request) => unanswered.delete(request));
   console.log(`chromium ${browser.version}; screenshots in ${shots.dir}`);
 });
 
 after(async () => {
+  for (const request of unanswered.values()) console.log(`never answered: ${request}`);
   await browser?.close();
 });
 
