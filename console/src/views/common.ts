@@ -15,6 +15,21 @@ export function heading(text: string): HTMLHeadingElement {
 }
 
 /**
+ * Runs a sign-in or sign-up form's action with its submit button disabled; on an error `clear`
+ * empties the secret field, the sentence is shown in `errors`, and the field to retry has focus.
+ */
+export function submitting(form: HTMLFormElement, errors: HTMLElement, action: () => Promise<void>, clear: () => void): void {
+  const button = form.querySelector<HTMLButtonElement>("button[type=submit]");
+  if (button) button.disabled = true;
+  action().catch((error: unknown) => {
+    clear();
+    if (button) button.disabled = false;
+    showError(errors, error, form);
+    form.querySelector<HTMLInputElement>("input[type=password], input[name=code]")?.focus();
+  });
+}
+
+/**
  * Shows an error's sentence in `box` (role=alert); an API error naming a `field` marks and
  * focuses the control of that name in `form`.
  */

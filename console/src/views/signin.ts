@@ -4,7 +4,7 @@
 import { answerNewPassword, answerTotp, signIn, type Step } from "../auth";
 import { config } from "../config";
 import { field, h } from "../dom";
-import { errorBox, heading, showError, type View } from "./common";
+import { errorBox, heading, submitting, type View } from "./common";
 
 export const signinView = (done: () => void): View => async (main) => {
   const render = (step: Step | undefined): void => {
@@ -56,20 +56,12 @@ export const signinView = (done: () => void): View => async (main) => {
     done();
 
     function submit(action: () => Promise<Step>, clear: () => void): void {
-      const button = form.querySelector("button");
-      if (button) button.disabled = true;
-      action()
-        .then((nextStep) => {
-          clear();
-          if (nextStep.kind === "done") done();
-          else render(nextStep);
-        })
-        .catch((error: unknown) => {
-          clear();
-          if (button) button.disabled = false;
-          showError(errors, error, form);
-          form.querySelector<HTMLInputElement>("input[type=password], input[name=code]")?.focus();
-        });
+      submitting(form, errors, async () => {
+        const nextStep = await action();
+        clear();
+        if (nextStep.kind === "done") done();
+        else render(nextStep);
+      }, clear);
     }
   };
   render(undefined);

@@ -4,7 +4,7 @@
 
 import { confirmSignUp, resendCode, signIn, signUp, type Step } from "../auth";
 import { announce, field, h } from "../dom";
-import { errorBox, heading, showError, type View } from "./common";
+import { errorBox, heading, showError, submitting, type View } from "./common";
 
 const POLICY = "At least 12 characters, with upper and lower case letters and a number.";
 
@@ -18,7 +18,7 @@ export const signupView = (done: (step: Step) => void): View => async (main) => 
     event.preventDefault();
     const address = email.value.trim();
     const chosen = password.value;
-    submit(form, errors, async () => {
+    submitting(form, errors, async () => {
       const needsCode = await signUp(address, chosen);
       if (needsCode) confirmStep(address, chosen);
       else done(await signIn(address, chosen));
@@ -37,7 +37,7 @@ export const signupView = (done: (step: Step) => void): View => async (main) => 
       h("button", { type: "submit" }, "Confirm and sign in"), resend);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      submit(form, errors, async () => {
+      submitting(form, errors, async () => {
         await confirmSignUp(address, code.value.trim());
         done(await signIn(address, chosen));
       }, () => (code.value = ""));
@@ -49,15 +49,3 @@ export const signupView = (done: (step: Step) => void): View => async (main) => 
     code.focus();
   }
 };
-
-/** Runs a form's action with its submit button disabled; an error is shown and the field cleared. */
-function submit(form: HTMLFormElement, errors: HTMLElement, action: () => Promise<void>, clear: () => void): void {
-  const button = form.querySelector<HTMLButtonElement>("button[type=submit]");
-  if (button) button.disabled = true;
-  action().catch((error: unknown) => {
-    clear();
-    if (button) button.disabled = false;
-    showError(errors, error, form);
-    form.querySelector<HTMLInputElement>("input[type=password], input[name=code]")?.focus();
-  });
-}
