@@ -6,7 +6,7 @@
 // (scripts/admin.sh invite-person) on the stack's store and pool.
 // Screenshots: .local/e2e-console/<nn>-<page>.png, kept.
 
-import { test, before, after } from "node:test";
+import { test, before, after, afterEach } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
@@ -90,9 +90,30 @@ before(async () => {
     const { pathname } = new URL(request.url());
     if (pathname.startsWith("/v1/")) unanswered.set(request, `${request.method()} ${pathname} sent ${new Date().toISOString()}`);
   });
-  page.on("requestfinished", (request) => unanswered.delete(request));
-  page.on("requestfailed", (request) => unanswered.delete(request));
+  // Every API answer that was slow or refused, as it comes: what a stuck page's log starts from.
+  page.on("requestfinished", async (request) => {
+    const sent = unanswered.get(request);
+    unanswered.delete(request);
+    const response = await request.response().catch(() => null);
+    const { responseEnd } = request.timing();
+    if (sent && (responseEnd > 3000 || (response?.status() ?? 0) >= 400)) {
+      console.log(`answered ${response?.status()} after ${Math.round(responseEnd)} ms: ${sent}`);
+    }
+  });
+  page.on("requestfailed", (request) => {
+    console.log(`failed (${request.failure()?.errorText}): ${unanswered.get(request)}`);
+    unanswered.delete(request);
+  });
   console.log(`chromium ${browser.version}; screenshots in ${shots.dir}`);
+});
+
+// A failed step's page as it was: its screenshot and what its <main> said.
+afterEach(async () => {
+  const text = await page?.locator("main").innerText().catch(() => "");
+  if (text?.includes("Loading…")) {
+    console.log(`a page still loading at ${new Date().toISOString()}: ${page.url()}\n${text}`);
+    await shots.take(page, "still-loading");
+  }
 });
 
 after(async () => {
