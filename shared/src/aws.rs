@@ -75,6 +75,26 @@ pub fn eventbridge_client(
     )?))
 }
 
+/// A client for API Gateway on AWS, or for an emulator (moto's server) when `endpoint` is set;
+/// built as [`dynamodb_client`] is, with the same bounds.
+#[cfg(feature = "gateway")]
+pub fn apigateway_client(
+    endpoint: Option<&str>,
+) -> Result<aws_sdk_apigateway::Client, MissingVariable> {
+    Ok(aws_sdk_apigateway::Client::new(&shared_config(
+        optional, endpoint,
+    )?))
+}
+
+/// A client for Lambda on AWS, or for an emulator when `endpoint` is set; built as
+/// [`dynamodb_client`] is, with the same bounds.
+#[cfg(feature = "lambda-invoke")]
+pub fn lambda_client(endpoint: Option<&str>) -> Result<aws_sdk_lambda::Client, MissingVariable> {
+    Ok(aws_sdk_lambda::Client::new(&shared_config(
+        optional, endpoint,
+    )?))
+}
+
 /// [`dynamodb_client`] with the environment given as a lookup (tests use a map).
 fn client_from(
     variable: impl Fn(&str) -> Option<String>,

@@ -63,6 +63,20 @@ pub const MAX_SESSION_START_WAIT_SECONDS: u64 = 20;
 /// The engine this stack runs agents on, named in every manifest: `ecs-fargate` (template.yaml
 /// sets it for every function), `docker` or `simulated` (scripts/stack.sh, locally).
 pub const DEPLOYMENT_MODE: &str = "DEPLOYMENT_MODE";
+/// The stack's REST API (its `RestApiId` output): the gateway-keys function and the operator
+/// command.
+pub const REST_API_ID: &str = "REST_API_ID";
+/// The REST API's stage (the `ApiStage` output).
+pub const API_STAGE: &str = "API_STAGE";
+/// The default per-account usage plan (the `AccountsUsagePlanId` output).
+pub const ACCOUNTS_USAGE_PLAN_ID: &str = "ACCOUNTS_USAGE_PLAN_ID";
+/// API Gateway's endpoint, set for an emulator (moto's server); unset on AWS.
+pub const APIGATEWAY_ENDPOINT: &str = "APIGATEWAY_ENDPOINT";
+/// The gateway-keys function the post-confirmation trigger invokes, by name; unset locally (no
+/// usage plans there), and then no key is asked for.
+pub const GATEWAY_KEYS_FUNCTION: &str = "GATEWAY_KEYS_FUNCTION";
+/// Lambda's endpoint, set for an emulator; unset on AWS.
+pub const LAMBDA_ENDPOINT: &str = "LAMBDA_ENDPOINT";
 /// The region Lambda runs a function in.
 pub const AWS_REGION: &str = "AWS_REGION";
 /// The region of local runs when the environment names none (DynamoDB Local and moto ignore it).

@@ -7,16 +7,20 @@
 //! AWS enforces orderings that emulators may not (moto does not): a key leaves its plan before
 //! it joins another, a plan loses its stage before it is deleted, a key leaves its plan before it
 //! is deleted. Every function here does those steps itself, in that order.
+//!
+//! One implementation for its two users (feature `gateway`): the operator command (every
+//! operation) and the gateway-keys function, which makes a self-signed-up account's key
+//! (`ensure_account` only).
 
 use std::time::Duration;
 
+use crate::auth::usage_plan_key_value;
+use crate::error::DisplayErrorContext;
 use aws_sdk_apigateway::Client;
 use aws_sdk_apigateway::error::SdkError;
 use aws_sdk_apigateway::types::{
     ApiKey, ApiStage, Op, PatchOperation, ThrottleSettings, UsagePlan,
 };
-use shared::auth::usage_plan_key_value;
-use shared::error::DisplayErrorContext;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
@@ -189,7 +193,7 @@ impl Gateway {
                 .client
                 .create_api_key()
                 .name(self.key_name(account_id))
-                .description("agent-hosting: the account's usage-plan key (agent-hosting-admin)")
+                .description("agent-hosting: the account's usage-plan key")
                 .customer_id(account_id)
                 .value(usage_plan_key_value(&self.rest_api_id, account_id))
                 // Keys are created disabled unless told otherwise.

@@ -15,6 +15,8 @@ pub mod catalog;
 pub mod config;
 pub mod cursor;
 pub mod error;
+#[cfg(feature = "gateway")]
+pub mod gateway;
 pub mod http;
 pub mod idempotency;
 pub mod lambda;
