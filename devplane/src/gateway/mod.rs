@@ -7,7 +7,9 @@
 //! - a path no route of the template has (a trailing `/`, an empty segment, the Invoke API's
 //!   paths): the template's MISSING_AUTHENTICATION_TOKEN response (404 `NOT_FOUND`);
 //! - a body over API Gateway's 10 MB: REQUEST_TOO_LARGE; cargo lambda watch not answering:
-//!   INTEGRATION_FAILURE;
+//!   INTEGRATION_FAILURE; a function not answering within API Gateway's integration timeout
+//!   (29 s): INTEGRATION_TIMEOUT, so that a request cargo lambda watch lost is a 503 to retry,
+//!   as on AWS, and not a client waiting for ever;
 //! - a header value that is not UTF-8 reaches the function decoded as UTF-8 with each invalid
 //!   sequence replaced (a Lambda event is JSON text), and so answers as the function answers
 //!   such a value (a malformed key, Idempotency-Key or Content-Type);
@@ -33,6 +35,9 @@ use hyper::header::{CONTENT_TYPE, Entry, HeaderValue};
 
 /// The largest body API Gateway takes (its REQUEST_TOO_LARGE past it).
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+
+/// How long a REST API waits for its function by default (its INTEGRATION_TIMEOUT past it).
+pub const INTEGRATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(29);
 
 /// The request's headers and body as API Gateway hands them to a function, for cargo lambda
 /// watch (see the module's documentation).

@@ -2,6 +2,7 @@
 //! gateway response or handed on to cargo lambda watch (see the module above).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -14,7 +15,7 @@ use tokio::net::TcpListener;
 
 use super::console::Console;
 use super::template::{GatewayResponse, ResponseType, Routes};
-use super::{MAX_BODY_BYTES, as_handed_over};
+use super::{INTEGRATION_TIMEOUT, MAX_BODY_BYTES, as_handed_over};
 use crate::rules::RuleError;
 
 /// Why a gateway cannot start.
@@ -32,6 +33,7 @@ pub struct Gateway {
     not_found: GatewayResponse,
     too_large: GatewayResponse,
     unreachable: GatewayResponse,
+    timed_out: GatewayResponse,
     /// cargo lambda watch's address, without a trailing `/`.
     upstream: String,
     http: reqwest::Client,
@@ -41,16 +43,27 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn new(template: &str, upstream: &str) -> Result<Self, GatewayError> {
+        Self::with_timeout(template, upstream, INTEGRATION_TIMEOUT)
+    }
+
+    /// The gateway with another integration timeout than API Gateway's (a test's).
+    pub fn with_timeout(
+        template: &str,
+        upstream: &str,
+        timeout: Duration,
+    ) -> Result<Self, GatewayError> {
         let response = |kind| GatewayResponse::from_template(template, kind);
         Ok(Gateway {
             routes: Routes::from_template(template)?,
             not_found: response(ResponseType::MissingAuthenticationToken)?,
             too_large: response(ResponseType::RequestTooLarge)?,
             unreachable: response(ResponseType::IntegrationFailure)?,
+            timed_out: response(ResponseType::IntegrationTimeout)?,
             upstream: upstream.trim_end_matches('/').to_owned(),
             // A redirect is the client's to follow, as any answer of the function.
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
+                .timeout(timeout)
                 .build()?,
             console: None,
         })
@@ -109,6 +122,10 @@ impl Gateway {
             .await;
         Ok(relay(handed).await.unwrap_or_else(|error| {
             let method = &parts.method;
+            if error.is_timeout() {
+                tracing::error!(%method, path, "the function did not answer in time");
+                return respond(&self.timed_out);
+            }
             tracing::error!(%error, %method, path, "cargo lambda watch did not answer");
             respond(&self.unreachable)
         }))
@@ -163,4 +180,53 @@ fn end_to_end(mut headers: HeaderMap) -> HeaderMap {
         headers.remove(name);
     }
     headers
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tokio::net::TcpListener;
+
+    use super::Gateway;
+
+    fn template() -> String {
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap()
+    }
+
+    /// A function that takes the request and never answers (cargo lambda watch with a lost
+    /// invocation): the client gets the template's INTEGRATION_TIMEOUT response, as from API
+    /// Gateway, not a request that never ends.
+    #[tokio::test]
+    async fn a_function_that_never_answers_is_the_templates_integration_timeout() {
+        let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream = format!("http://{}", silent.local_addr().unwrap());
+        let held = tokio::spawn(async move {
+            let mut connections = Vec::new();
+            loop {
+                let (stream, _) = silent.accept().await.unwrap();
+                connections.push(stream);
+            }
+        });
+        let gateway =
+            Gateway::with_timeout(&template(), &upstream, Duration::from_millis(300)).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let served = tokio::spawn(Arc::new(gateway).serve(listener));
+
+        let answer = reqwest::Client::new()
+            .get(format!("http://{address}/v1/agents"))
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .expect("the gateway answers");
+
+        assert_eq!(answer.status(), 503);
+        assert_eq!(answer.headers()["retry-after"], "1");
+        let body: serde_json::Value = answer.json().await.unwrap();
+        assert_eq!(body["code"], "SERVICE_UNAVAILABLE");
+        held.abort();
+        served.abort();
+    }
 }

@@ -81,6 +81,8 @@ pub enum ResponseType {
     RequestTooLarge,
     /// The function could not be reached.
     IntegrationFailure,
+    /// The function did not answer within the integration timeout.
+    IntegrationTimeout,
 }
 
 impl ResponseType {
@@ -89,6 +91,7 @@ impl ResponseType {
             ResponseType::MissingAuthenticationToken => "MISSING_AUTHENTICATION_TOKEN",
             ResponseType::RequestTooLarge => "REQUEST_TOO_LARGE",
             ResponseType::IntegrationFailure => "INTEGRATION_FAILURE",
+            ResponseType::IntegrationTimeout => "INTEGRATION_TIMEOUT",
         }
     }
 }
@@ -199,6 +202,7 @@ mod tests {
             ResponseType::MissingAuthenticationToken,
             ResponseType::RequestTooLarge,
             ResponseType::IntegrationFailure,
+            ResponseType::IntegrationTimeout,
         ] {
             GatewayResponse::from_template(&template(), kind).unwrap();
         }
