@@ -9,6 +9,15 @@
 //! made (even one whose person was not written) instead of making a second. A store failure is
 //! an error to the runtime: Cognito answers the confirmation with an error (docs/people.md: what
 //! the operator does if the person was confirmed all the same).
+//!
+//! On AWS the account also needs its gateway key (contract section 9), which this trigger cannot
+//! make (it would need the REST API's id: a CloudFormation cycle through the API's authorizer and
+//! the pool). Once the account exists it asks the gateway-keys function for it, asynchronously
+//! (`GatewayKeyRequests`, gateway_keys.rs). A request that fails is logged
+//! (`KEY_NOT_REQUESTED`) and the confirmation still succeeds: the account and person are written,
+//! failing would show the person an error for an account they have, and a missing key is
+//! mended by `agent-hosting-admin sync-gateway` (the failure's alarm and `GatewayKeyMissingAlarm`
+//! say when).
 
 use aws_lambda_events::cognito::{
     CognitoEventUserPoolsPostConfirmation, CognitoEventUserPoolsPostConfirmationTriggerSource,
@@ -18,6 +27,8 @@ use sha2::{Digest, Sha256};
 use shared::account::{self, AccountError, AccountStore};
 use shared::auth::{KeyStore, PersonRecord};
 use shared::timestamp::now_rfc3339_millis;
+
+pub mod gateway_keys;
 
 /// The prefix of the accounts self sign-up makes (operators name theirs).
 pub const ACCOUNT_PREFIX: &str = "acct-";
@@ -48,6 +59,51 @@ pub enum Outcome {
     TiedMeanwhile { unused_account_id: String },
 }
 
+/// The log message of a gateway key that could not be asked for (a metric filter of the
+/// template counts it, and alarms).
+pub const KEY_NOT_REQUESTED: &str =
+    "the account's gateway key was not asked for; agent-hosting-admin sync-gateway makes it";
+
+/// The port to the gateway-keys function: asks for an account's gateway key to be made, without
+/// waiting for it (`gateway_keys::LambdaGatewayKeys` on AWS; a fake in tests).
+pub trait GatewayKeyRequests: Send + Sync {
+    fn request(
+        &self,
+        account_id: &str,
+    ) -> impl std::future::Future<Output = Result<(), KeyRequestError>> + Send;
+}
+
+/// The gateway key could not be asked for (Lambda refused or was unreachable).
+#[derive(Debug, thiserror::Error)]
+#[error("the gateway key of {account_id} was not asked for: {message}")]
+pub struct KeyRequestError {
+    pub account_id: String,
+    pub message: String,
+}
+
+/// What became of the account's gateway key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyRequest {
+    /// No account of the person's to key (a password reset; a person tied to another account).
+    NotNeeded,
+    /// No gateway-keys function configured (locally: the gateway has no usage plans).
+    NotConfigured,
+    Asked,
+    /// Logged (`KEY_NOT_REQUESTED`); `sync-gateway` makes the key.
+    Failed,
+}
+
+impl Outcome {
+    /// The account whose gateway key the confirmation asks for: the person's own, whether made
+    /// now or by an earlier try (asking again is harmless: the function is idempotent).
+    pub fn account_to_key(&self) -> Option<&str> {
+        match self {
+            Outcome::Made { account_id } | Outcome::AlreadyTied { account_id } => Some(account_id),
+            Outcome::NotSignUp | Outcome::TiedMeanwhile { .. } => None,
+        }
+    }
+}
+
 /// The account self sign-up makes for the person `sub`: the same id on every try.
 pub fn account_id_of(sub: &str) -> String {
     let digest = Sha256::digest(sub.as_bytes());
@@ -56,14 +112,34 @@ pub fn account_id_of(sub: &str) -> String {
 }
 
 /// The trigger: the event is answered as it came (Cognito's rule), once its person has an
-/// account.
-pub async fn handle<S: AccountStore + KeyStore>(
+/// account and its gateway key is asked for (`keys`; None: not configured, nothing asked).
+pub async fn handle<S: AccountStore + KeyStore, K: GatewayKeyRequests>(
     store: &S,
+    keys: Option<&K>,
     event: Value,
 ) -> Result<Value, SignupError> {
     let outcome = confirm(store, &event).await?;
-    tracing::info!(?outcome, "post-confirmation");
+    let key = match outcome.account_to_key() {
+        Some(account_id) => request_key(keys, account_id).await,
+        None => KeyRequest::NotNeeded,
+    };
+    tracing::info!(?outcome, ?key, "post-confirmation");
     Ok(event)
+}
+
+/// Asks for the account's gateway key; a failure is logged, not returned (the module's doc says
+/// why).
+pub async fn request_key<K: GatewayKeyRequests>(keys: Option<&K>, account_id: &str) -> KeyRequest {
+    let Some(keys) = keys else {
+        return KeyRequest::NotConfigured;
+    };
+    match keys.request(account_id).await {
+        Ok(()) => KeyRequest::Asked,
+        Err(error) => {
+            tracing::error!(error = %error, account_id, "{KEY_NOT_REQUESTED}");
+            KeyRequest::Failed
+        }
+    }
 }
 
 /// The account and person a confirmation of a sign-up makes, once.

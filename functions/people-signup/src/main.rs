@@ -1,5 +1,6 @@
-//! Wiring only: logs, configuration and the DynamoDB client (the accounts table) once at cold
-//! start, then the loop.
+//! Wiring only: logs, configuration, the DynamoDB client (the accounts table) and the
+//! gateway-keys function's client (when `GATEWAY_KEYS_FUNCTION` is set) once at cold start, then
+//! the loop.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use serde_json::Value;
@@ -7,13 +8,16 @@ use shared::config::ACCOUNTS_TABLE;
 use shared::error::DisplayErrorContext;
 use shared::store::dynamodb::DynamoStore;
 
+use people_signup::gateway_keys::LambdaGatewayKeys;
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let (store, _) = DynamoStore::from_env(&[ACCOUNTS_TABLE])?;
-    let store = &store;
+    let keys = LambdaGatewayKeys::from_env()?;
+    let (store, keys) = (&store, keys.as_ref());
     run(service_fn(move |event: LambdaEvent<Value>| async move {
-        people_signup::handle(store, event.payload)
+        people_signup::handle(store, keys, event.payload)
             .await
             .map_err(|error| {
                 tracing::error!(error = %DisplayErrorContext(&error), "no account for the confirmation; Cognito answers it with an error");

@@ -10,6 +10,9 @@ use shared::store::memory::MemoryStore;
 
 const SUB: &str = "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f";
 
+/// No gateway-keys function configured (as locally).
+const NO_KEYS: Option<&Recorder<'static>> = None;
+
 fn sign_up() -> Value {
     shared::testing::fixture_event("people-signup.json")
 }
@@ -27,7 +30,7 @@ async fn accounts(store: &impl AccountStore) -> Vec<Account> {
 #[tokio::test]
 async fn a_confirmed_sign_up_makes_one_account_and_ties_the_person_to_it() {
     let store = MemoryStore::default();
-    let answer = handle(&store, sign_up()).await.unwrap();
+    let answer = handle(&store, NO_KEYS, sign_up()).await.unwrap();
     assert_eq!(answer, sign_up(), "Cognito is answered its event unchanged");
 
     let made = accounts(&store).await;
@@ -55,7 +58,7 @@ async fn cognito_retrying_the_trigger_makes_no_second_account() {
             account_id: account_id.clone()
         }
     );
-    let again = handle(&store, sign_up()).await.unwrap();
+    let again = handle(&store, NO_KEYS, sign_up()).await.unwrap();
     assert_eq!(again, sign_up());
     assert_eq!(
         confirm(&store, &sign_up()).await.unwrap(),
@@ -72,7 +75,7 @@ async fn a_person_already_invited_to_an_account_is_given_no_other() {
     event["request"]["userAttributes"]["sub"] = shared::testing::FIXTURE_PERSON_ID.into();
     let before = accounts(&store).await;
 
-    assert_eq!(handle(&store, event.clone()).await.unwrap(), event);
+    assert_eq!(handle(&store, NO_KEYS, event.clone()).await.unwrap(), event);
     assert_eq!(accounts(&store).await, before);
 }
 
@@ -81,7 +84,7 @@ async fn a_forgotten_password_confirmation_changes_nothing() {
     let store = MemoryStore::default();
     let event = forgot_password();
     assert_eq!(confirm(&store, &event).await.unwrap(), Outcome::NotSignUp);
-    assert_eq!(handle(&store, event.clone()).await.unwrap(), event);
+    assert_eq!(handle(&store, NO_KEYS, event.clone()).await.unwrap(), event);
     assert!(accounts(&store).await.is_empty());
     assert!(store.find_person(SUB).await.unwrap().is_none());
 }
@@ -94,7 +97,7 @@ async fn an_event_that_is_not_a_post_confirmation_is_an_error_not_a_panic() {
         serde_json::json!([1, 2]),
         serde_json::json!(null),
     ] {
-        let failed = handle(&store, event.clone()).await;
+        let failed = handle(&store, NO_KEYS, event.clone()).await;
         assert!(
             matches!(failed, Err(SignupError::NotPostConfirmation(_))),
             "{event}: {failed:?}"
@@ -106,7 +109,7 @@ async fn an_event_that_is_not_a_post_confirmation_is_an_error_not_a_panic() {
         .unwrap()
         .remove("sub");
     assert!(matches!(
-        handle(&store, no_sub).await,
+        handle(&store, NO_KEYS, no_sub).await,
         Err(SignupError::NoSub)
     ));
     assert!(accounts(&store).await.is_empty());
@@ -119,7 +122,7 @@ async fn a_store_failure_fails_the_confirmation_and_the_retry_finishes_the_same_
         person_writes_fail: true,
         ..Faulty::of(&memory)
     };
-    let failed = handle(&outage, sign_up()).await;
+    let failed = handle(&outage, NO_KEYS, sign_up()).await;
     assert!(
         matches!(failed, Err(SignupError::Account(AccountError::Store(_)))),
         "{failed:?}"
@@ -127,7 +130,10 @@ async fn a_store_failure_fails_the_confirmation_and_the_retry_finishes_the_same_
     assert!(memory.find_person(SUB).await.unwrap().is_none());
 
     let recovered = Faulty::of(&memory);
-    assert_eq!(handle(&recovered, sign_up()).await.unwrap(), sign_up());
+    assert_eq!(
+        handle(&recovered, NO_KEYS, sign_up()).await.unwrap(),
+        sign_up()
+    );
     let made = accounts(&memory).await;
     assert_eq!(
         made.len(),
@@ -160,7 +166,7 @@ async fn a_person_tied_meanwhile_though_a_stale_read_missed_them_keeps_their_one
         .unwrap();
     assert_eq!(person.account_id, shared::testing::dev_owner().account_id);
     assert_ne!(person.account_id, unused_account_id);
-    assert_eq!(handle(&stale, event.clone()).await.unwrap(), event);
+    assert_eq!(handle(&stale, NO_KEYS, event.clone()).await.unwrap(), event);
 }
 
 #[test]
@@ -170,6 +176,136 @@ fn an_account_id_is_the_same_for_a_sub_and_differs_between_subs() {
     assert_ne!(id, account_id_of("another-sub"));
     assert_eq!(id.len(), ACCOUNT_PREFIX.len() + 32);
     assert!(shared::validation::is_dns_label(&id));
+}
+
+/// The gateway-keys port, faked: records each account asked for and whether the account and its
+/// person were in the store at that moment; or fails every request (Lambda unreachable).
+struct Recorder<'a> {
+    store: &'a MemoryStore,
+    fails: bool,
+    asked: std::sync::Mutex<Vec<(String, bool)>>,
+}
+
+impl<'a> Recorder<'a> {
+    fn of(store: &'a MemoryStore) -> Self {
+        Recorder {
+            store,
+            fails: false,
+            asked: Default::default(),
+        }
+    }
+
+    fn asked(&self) -> Vec<(String, bool)> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl GatewayKeyRequests for Recorder<'_> {
+    async fn request(&self, account_id: &str) -> Result<(), KeyRequestError> {
+        let account = self.store.get_account(account_id).await.unwrap();
+        let person = self.store.find_person(SUB).await.unwrap();
+        let exists = account.is_some() && person.is_some_and(|p| p.account_id == account_id);
+        self.asked
+            .lock()
+            .unwrap()
+            .push((account_id.to_owned(), exists));
+        if self.fails {
+            return Err(KeyRequestError {
+                account_id: account_id.to_owned(),
+                message: "Lambda unreachable".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_gateway_key_is_asked_for_with_the_account_id_once_the_account_and_person_exist() {
+    let store = MemoryStore::default();
+    let keys = Recorder::of(&store);
+    assert_eq!(
+        handle(&store, Some(&keys), sign_up()).await.unwrap(),
+        sign_up()
+    );
+    assert_eq!(keys.asked(), [(account_id_of(SUB), true)]);
+
+    // Cognito's retry of a confirmation that did finish: asked again (the function is
+    // idempotent), for the same account.
+    assert_eq!(
+        handle(&store, Some(&keys), sign_up()).await.unwrap(),
+        sign_up()
+    );
+    assert_eq!(keys.asked().len(), 2);
+    assert_eq!(keys.asked()[1], (account_id_of(SUB), true));
+}
+
+#[tokio::test]
+async fn no_key_is_asked_for_without_an_account_of_the_persons_own() {
+    let store = MemoryStore::default();
+    let keys = Recorder::of(&store);
+    let reset = forgot_password();
+    assert_eq!(
+        handle(&store, Some(&keys), reset.clone()).await.unwrap(),
+        reset
+    );
+
+    // A store failure: no account to key, and the confirmation fails (Cognito's retry asks).
+    let outage = Faulty {
+        person_writes_fail: true,
+        ..Faulty::of(&store)
+    };
+    assert!(handle(&outage, Some(&keys), sign_up()).await.is_err());
+
+    // Tied to the operator's account meanwhile: the account made here is unused, not keyed.
+    let invited = MemoryStore::default();
+    shared::testing::seed_fixture_person(&invited)
+        .await
+        .unwrap();
+    let mut event = sign_up();
+    event["request"]["userAttributes"]["sub"] = shared::testing::FIXTURE_PERSON_ID.into();
+    let stale = Faulty {
+        person_reads_stale: true,
+        ..Faulty::of(&invited)
+    };
+    let other = Recorder::of(&invited);
+    assert_eq!(
+        handle(&stale, Some(&other), event.clone()).await.unwrap(),
+        event
+    );
+
+    assert!(keys.asked().is_empty(), "{:?}", keys.asked());
+    assert!(other.asked().is_empty(), "{:?}", other.asked());
+}
+
+#[tokio::test]
+async fn with_no_gateway_keys_function_nothing_is_asked_and_the_account_is_made() {
+    let store = MemoryStore::default();
+    assert_eq!(handle(&store, NO_KEYS, sign_up()).await.unwrap(), sign_up());
+    assert_eq!(accounts(&store).await.len(), 1);
+    assert_eq!(
+        request_key(NO_KEYS, &account_id_of(SUB)).await,
+        KeyRequest::NotConfigured
+    );
+}
+
+#[tokio::test]
+async fn a_failed_key_request_is_logged_and_the_confirmation_still_succeeds() {
+    let store = MemoryStore::default();
+    let keys = Recorder {
+        fails: true,
+        ..Recorder::of(&store)
+    };
+    // The account and person are written; sync-gateway makes the key (docs/people.md).
+    assert_eq!(
+        handle(&store, Some(&keys), sign_up()).await.unwrap(),
+        sign_up()
+    );
+    assert_eq!(keys.asked(), [(account_id_of(SUB), true)]);
+    assert!(store.find_person(SUB).await.unwrap().is_some());
+    assert_eq!(
+        request_key(Some(&keys), &account_id_of(SUB)).await,
+        KeyRequest::Failed
+    );
 }
 
 /// The memory store, whose person writes fail (the store unreachable), or whose person reads
@@ -248,5 +384,101 @@ impl KeyStore for Faulty<'_> {
             return Ok(None);
         }
         self.inner.find_person(person_id).await
+    }
+}
+
+mod lambda {
+    //! The adapter's request as it leaves for Lambda (stopped before it is sent: no emulator
+    //! needed to see what Lambda would be asked).
+    use std::sync::{Arc, Mutex};
+
+    use aws_sdk_lambda::config::interceptors::BeforeTransmitInterceptorContextRef;
+    use aws_sdk_lambda::config::{
+        BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RuntimeComponents,
+    };
+    use aws_sdk_lambda::error::BoxError;
+
+    use crate::GatewayKeyRequests;
+    use crate::gateway_keys::LambdaGatewayKeys;
+
+    /// A request as Lambda would receive it.
+    #[derive(Debug, Clone)]
+    struct Request {
+        method: String,
+        path: String,
+        invocation_type: String,
+        body: String,
+    }
+
+    /// Each request; the request is then refused.
+    #[derive(Debug, Clone, Default)]
+    struct Sent(Arc<Mutex<Vec<Request>>>);
+
+    impl Intercept for Sent {
+        fn name(&self) -> &'static str {
+            "Sent"
+        }
+
+        fn read_before_transmit(
+            &self,
+            context: &BeforeTransmitInterceptorContextRef<'_>,
+            _: &RuntimeComponents,
+            _: &mut ConfigBag,
+        ) -> Result<(), BoxError> {
+            let request = context.request();
+            let uri = request.uri();
+            let path = uri
+                .split("://")
+                .nth(1)
+                .and_then(|rest| rest.find('/').map(|at| &rest[at..]));
+            self.0.lock().unwrap().push(Request {
+                method: request.method().to_owned(),
+                path: path.unwrap_or(uri).to_owned(),
+                invocation_type: request
+                    .headers()
+                    .get("x-amz-invocation-type")
+                    .unwrap_or_default()
+                    .to_owned(),
+                body: String::from_utf8_lossy(request.body().bytes().unwrap_or_default())
+                    .into_owned(),
+            });
+            Err("stopped before sending".into())
+        }
+    }
+
+    #[tokio::test]
+    async fn the_function_is_invoked_by_its_name_asynchronously_with_the_account_id() {
+        let sent = Sent::default();
+        let config = aws_sdk_lambda::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+            .endpoint_url("http://127.0.0.1:9")
+            .interceptor(sent.clone())
+            .build();
+        let keys = LambdaGatewayKeys::new(
+            aws_sdk_lambda::Client::from_conf(config),
+            "stack-gateway-keys".into(),
+        );
+        let failed = keys.request("acct-0123").await.unwrap_err();
+        assert_eq!(
+            failed.account_id, "acct-0123",
+            "a failure is an error, not a panic"
+        );
+
+        let sent = sent.0.lock().unwrap().clone();
+        let Request {
+            method,
+            path,
+            invocation_type,
+            body,
+        } = &sent[0];
+        assert_eq!(method, "POST");
+        assert_eq!(path, "/2015-03-31/functions/stack-gateway-keys/invocations");
+        assert_eq!(invocation_type, "Event", "asynchronous: Lambda queues it");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(body).unwrap(),
+            serde_json::json!({"account_id": "acct-0123"})
+        );
     }
 }
