@@ -177,6 +177,7 @@ fn the_sign_up_trigger_exists_only_under_self_sign_up_and_only_the_pool_invokes_
     assert_eq!(
         conditional,
         [
+            "GatewayKeyNotRequestedMetricFilter",
             "PeopleSignupFunctionLogGroup",
             "PeopleSignupInvokePermission"
         ]
@@ -205,12 +206,25 @@ fn the_sign_up_trigger_exists_only_under_self_sign_up_and_only_the_pool_invokes_
 
 /// The trigger reads and writes the accounts table only, with what making an account and tying
 /// a person to it take (reads, and transactions of conditional puts): no update, delete, query
-/// or scan, no other table.
+/// or scan, no other table; and it may invoke the gateway-keys function, that one alone.
 #[test]
 fn the_sign_up_trigger_may_only_read_and_put_items_of_the_accounts_table() {
+    let template = template();
+    let (_, grants) = function_grants(&template)
+        .into_iter()
+        .find(|(name, _)| *name == "PeopleSignupFunction")
+        .unwrap();
+    assert_eq!(grants.len(), 2, "{grants:?}");
+    let resources: Vec<_> = grants[0].resources.iter().map(|r| get_att(r)).collect();
+    assert_eq!(resources, [Some("AccountsTable.Arn")]);
+    assert_eq!(grants[0].actions, ["dynamodb:GetItem", "dynamodb:PutItem"]);
+    assert_eq!(grants[1].actions, ["lambda:InvokeFunction"]);
+    let resources: Vec<_> = grants[1].resources.iter().map(|r| sub(r)).collect();
     assert_eq!(
-        accounts_table_actions("PeopleSignupFunction"),
-        ["dynamodb:GetItem", "dynamodb:PutItem"]
+        resources,
+        [Some(
+            "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-gateway-keys"
+        )]
     );
 }
 
@@ -226,6 +240,259 @@ fn accounts_table_actions(function: &str) -> Vec<String> {
     let resources: Vec<_> = grant.resources.iter().map(|r| get_att(r)).collect();
     assert_eq!(resources, [Some("AccountsTable.Arn")], "{function}");
     grant.actions
+}
+
+/// The gateway-keys function's literal name: the one the trigger's environment and policy use.
+const GATEWAY_KEYS_FUNCTION_NAME: &str = "${AWS::StackName}-gateway-keys";
+
+/// Self sign-up's gateway key (docs/people.md): the function that makes it exists only under
+/// SelfSignUp, as everything of it does; the trigger names it by the same literal name it is
+/// given (no reference: a cycle, below); it reads the stack's API, stage and default plan, as
+/// the operator command does; a request it still fails on after Lambda's two retries lands in
+/// an encrypted queue whose depth alarms; so does the trigger's failure to ask.
+#[test]
+fn the_gateway_keys_function_is_named_literally_exists_under_self_sign_up_and_alarms_on_failure() {
+    let template = template();
+    let resources = &template["Resources"];
+    let function = &resources["GatewayKeysFunction"];
+    assert_eq!(
+        function["Metadata"]["BuildProperties"]["Binary"].as_str(),
+        Some("gateway-keys")
+    );
+    let properties = &function["Properties"];
+    assert_eq!(
+        sub(&properties["FunctionName"]),
+        Some(GATEWAY_KEYS_FUNCTION_NAME)
+    );
+    let trigger = &resources["PeopleSignupFunction"]["Properties"];
+    assert_eq!(
+        sub(&trigger["Environment"]["Variables"]["GATEWAY_KEYS_FUNCTION"]),
+        Some(GATEWAY_KEYS_FUNCTION_NAME)
+    );
+    let variables = &properties["Environment"]["Variables"];
+    assert_eq!(reference(&variables["REST_API_ID"]), Some("Api"));
+    assert_eq!(reference(&variables["API_STAGE"]), Some("Api.Stage"));
+    assert_eq!(
+        reference(&variables["ACCOUNTS_USAGE_PLAN_ID"]),
+        Some("AccountsUsagePlan")
+    );
+
+    let mut conditional = Vec::new();
+    for (name, resource) in resources.as_mapping().unwrap() {
+        let name = name.as_str().unwrap();
+        let text = serde_yaml::to_string(resource).unwrap();
+        // (GatewayKeyMissing* are the gateway's own, for every account.)
+        let ours = ["GatewayKeys", "GatewayKeyNotRequested"];
+        if ours.iter().any(|prefix| name.starts_with(prefix)) || text.contains("GatewayKeys") {
+            assert_eq!(
+                resource["Condition"].as_str(),
+                Some("SelfSignUpOn"),
+                "{name}"
+            );
+            conditional.push(name);
+        }
+    }
+    conditional.sort_unstable();
+    assert_eq!(
+        conditional,
+        [
+            "GatewayKeyNotRequestedAlarm",
+            "GatewayKeyNotRequestedMetricFilter",
+            "GatewayKeysFailureQueue",
+            "GatewayKeysFailuresAlarm",
+            "GatewayKeysFunction",
+            "GatewayKeysFunctionLogGroup",
+        ]
+    );
+    assert_eq!(
+        resources["GatewayKeysFunctionLogGroup"]["Properties"]["RetentionInDays"].as_u64(),
+        Some(90)
+    );
+
+    let invoke = &properties["EventInvokeConfig"];
+    assert_eq!(invoke["MaximumRetryAttempts"].as_u64(), Some(2));
+    let failure = &invoke["DestinationConfig"]["OnFailure"];
+    assert_eq!(failure["Type"].as_str(), Some("SQS"));
+    assert_eq!(
+        get_att(&failure["Destination"]),
+        Some("GatewayKeysFailureQueue.Arn")
+    );
+    let queue = &resources["GatewayKeysFailureQueue"]["Properties"];
+    assert_eq!(queue["SqsManagedSseEnabled"].as_bool(), Some(true));
+    let alarm = &resources["GatewayKeysFailuresAlarm"]["Properties"];
+    assert_eq!(
+        alarm["MetricName"].as_str(),
+        Some("ApproximateNumberOfMessagesVisible")
+    );
+    assert_eq!(
+        get_att(&alarm["Dimensions"][0]["Value"]),
+        Some("GatewayKeysFailureQueue.QueueName")
+    );
+    assert_eq!(alarm["Threshold"].as_u64(), Some(0));
+    assert_eq!(
+        reference(&alarm["AlarmActions"][0]),
+        Some("OperatorAlarmsTopic")
+    );
+
+    // The trigger's log line when it could not ask: counted, and alarmed on.
+    let filter = &resources["GatewayKeyNotRequestedMetricFilter"]["Properties"];
+    assert_eq!(
+        reference(&filter["LogGroupName"]),
+        Some("PeopleSignupFunctionLogGroup")
+    );
+    assert_eq!(
+        filter["FilterPattern"].as_str(),
+        Some(format!("{{ $.message = \"{}\" }}", people_signup::KEY_NOT_REQUESTED).as_str())
+    );
+    let metric = filter["MetricTransformations"][0]["MetricName"].as_str();
+    let alarm = &resources["GatewayKeyNotRequestedAlarm"]["Properties"];
+    assert_eq!(alarm["MetricName"].as_str(), metric);
+    assert_eq!(
+        reference(&alarm["AlarmActions"][0]),
+        Some("OperatorAlarmsTopic")
+    );
+}
+
+/// The gateway-keys function may do what `Gateway::ensure_account` does and nothing more: find a
+/// key by name and the plans it is in (GET), make a key and put it in the default plan (POST on
+/// that plan's keys alone). No PATCH, DELETE or PUT; no other plan. (tests/tests/gateway_keys.rs
+/// checks each request the function sends is one of these.)
+#[test]
+fn the_gateway_keys_function_may_only_find_and_make_keys_and_put_them_in_the_default_plan() {
+    let template = template();
+    let (_, grants) = function_grants(&template)
+        .into_iter()
+        .find(|(name, _)| *name == "GatewayKeysFunction")
+        .unwrap();
+    let grants: Vec<(Vec<String>, Vec<Option<&str>>)> = grants
+        .iter()
+        .map(|grant| {
+            (
+                grant.actions.clone(),
+                grant.resources.iter().map(|r| sub(r)).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        grants,
+        [
+            (
+                vec!["apigateway:GET".to_owned()],
+                vec![
+                    Some("arn:${AWS::Partition}:apigateway:${AWS::Region}::/apikeys"),
+                    Some("arn:${AWS::Partition}:apigateway:${AWS::Region}::/usageplans"),
+                ]
+            ),
+            (
+                vec!["apigateway:POST".to_owned()],
+                vec![
+                    Some("arn:${AWS::Partition}:apigateway:${AWS::Region}::/apikeys"),
+                    Some(
+                        "arn:${AWS::Partition}:apigateway:${AWS::Region}::/usageplans/${AccountsUsagePlan}/keys"
+                    ),
+                ]
+            ),
+        ]
+    );
+}
+
+/// What each resource depends on: `!Ref`, `!GetAtt`, `${...}` of `!Sub`, `DependsOn`, and for a
+/// function the Globals' environment it does not override (the PEOPLE_* variables name the pool).
+fn dependencies(template: &Yaml) -> std::collections::BTreeMap<String, Vec<String>> {
+    fn collect(value: &Yaml, into: &mut Vec<String>) {
+        match value {
+            Yaml::Tagged(tagged) => {
+                let name: Option<Vec<String>> = if tagged.tag == "!Ref" || tagged.tag == "!GetAtt" {
+                    tagged.value.as_str().map(|v| vec![v.to_owned()])
+                } else if tagged.tag == "!Sub" {
+                    tagged.value.as_str().map(|text| {
+                        text.split("${")
+                            .skip(1)
+                            .filter_map(|part| part.split('}').next())
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                } else {
+                    None
+                };
+                for name in name.unwrap_or_default() {
+                    into.push(name.split('.').next().unwrap().to_owned());
+                }
+                collect(&tagged.value, into);
+            }
+            Yaml::Sequence(list) => list.iter().for_each(|v| collect(v, into)),
+            Yaml::Mapping(map) => map.values().for_each(|v| collect(v, into)),
+            _ => {}
+        }
+    }
+    let resources = template["Resources"].as_mapping().unwrap();
+    let globals = template["Globals"]["Function"]["Environment"]["Variables"]
+        .as_mapping()
+        .unwrap();
+    let mut graph = std::collections::BTreeMap::new();
+    for (name, resource) in resources {
+        let mut on = Vec::new();
+        collect(resource, &mut on);
+        on.extend(strings(&resource["DependsOn"]));
+        if resource["Type"].as_str() == Some("AWS::Serverless::Function") {
+            let own = &resource["Properties"]["Environment"]["Variables"];
+            for (variable, value) in globals {
+                if own[variable.as_str().unwrap()].is_null() {
+                    collect(value, &mut on);
+                }
+            }
+        }
+        on.retain(|other| resources.contains_key(other.as_str()));
+        graph.insert(name.as_str().unwrap().to_owned(), on);
+    }
+    graph
+}
+
+/// No resource depends on itself through others (CloudFormation refuses a cycle): in particular
+/// pool -> trigger -> gateway-keys function -> API -> authorizer -> pool is broken by the
+/// trigger naming the function by a literal name.
+#[test]
+fn the_trigger_names_the_gateway_keys_function_without_a_cycle() {
+    let template = template();
+    let graph = dependencies(&template);
+    assert!(graph["PeoplePool"].contains(&"PeopleSignupFunction".to_owned()));
+    assert!(graph["GatewayKeysFunction"].contains(&"Api".to_owned()));
+    assert!(
+        !graph["PeopleSignupFunction"].contains(&"GatewayKeysFunction".to_owned()),
+        "the trigger names the function by a literal name"
+    );
+    fn visit<'a>(
+        graph: &'a std::collections::BTreeMap<String, Vec<String>>,
+        node: &'a str,
+        path: &mut Vec<&'a str>,
+        done: &mut std::collections::BTreeSet<&'a str>,
+    ) {
+        if done.contains(node) {
+            return;
+        }
+        assert!(!path.contains(&node), "a cycle: {path:?} -> {node}");
+        path.push(node);
+        for next in &graph[node] {
+            visit(graph, next, path, done);
+        }
+        path.pop();
+        done.insert(node);
+    }
+    let mut done = std::collections::BTreeSet::new();
+    for node in graph.keys() {
+        visit(&graph, node, &mut Vec::new(), &mut done);
+    }
+
+    // The check sees the cycle a reference would make.
+    let mut referenced = template.clone();
+    referenced["Resources"]["PeopleSignupFunction"]["Properties"]["Environment"]["Variables"]["GATEWAY_KEYS_FUNCTION"] =
+        serde_yaml::from_str("!Ref GatewayKeysFunction").unwrap();
+    let graph = dependencies(&referenced);
+    let cycle = std::panic::catch_unwind(|| {
+        let mut done = std::collections::BTreeSet::new();
+        visit(&graph, "PeoplePool", &mut Vec::new(), &mut done);
+    });
+    assert!(cycle.is_err(), "a !Ref of the function is a cycle");
 }
 
 /// A CloudFormation `!If [CONDITION, WHEN_TRUE, WHEN_FALSE]`: its three parts.
