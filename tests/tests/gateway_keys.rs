@@ -1,0 +1,359 @@
+//! Self sign-up's gateway key (contract section 9; docs/people.md): the gateway-keys function,
+//! on moto's API Gateway, with its client built as the function builds it
+//! (`shared::aws::apigateway_client`), and the post-confirmation trigger on DynamoDB Local asking
+//! for the key of the account it made (the asynchronous Invoke between them replaced by a direct
+//! call: the trigger's own tests check the Invoke).
+
+use std::sync::{Arc, Mutex};
+
+use aws_sdk_apigateway::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_apigateway::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_apigateway::error::BoxError;
+
+use aws_sdk_apigateway::types::{ApiStage, IntegrationType, ThrottleSettings, UsagePlan};
+use gateway_keys::GatewayKeysError;
+use integration_tests::TestStore;
+use integration_tests::emulators::Moto;
+use people_signup::{GatewayKeyRequests, KeyRequestError};
+use serde_json::{Value, json};
+use shared::account::AccountStore;
+use shared::auth::usage_plan_key_value;
+use shared::gateway::{Gateway, Plan};
+
+const STAGE: &str = "dev";
+
+/// The requests a client sends (`METHOD /path`), to compare with the function's IAM grants.
+#[derive(Debug, Clone, Default)]
+struct Requests(Arc<Mutex<Vec<(String, String)>>>);
+
+impl Intercept for Requests {
+    fn name(&self) -> &'static str {
+        "Requests"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let request = context.request();
+        let uri = request.uri();
+        let path = uri
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.find('/').map(|at| &rest[at..]));
+        let path = path.unwrap_or(uri).split('?').next().unwrap_or_default();
+        self.0
+            .lock()
+            .unwrap()
+            .push((request.method().to_owned(), path.to_owned()));
+        Ok(())
+    }
+}
+
+/// The gateway-keys function's grants in template.yaml: (action, resource's path), the plan's
+/// id written `${AccountsUsagePlan}`.
+fn granted() -> Vec<(String, String)> {
+    let template = integration_tests::template::template();
+    let (_, grants) = integration_tests::template::function_grants(&template)
+        .into_iter()
+        .find(|(name, _)| *name == "GatewayKeysFunction")
+        .expect("GatewayKeysFunction");
+    let prefix = "arn:${AWS::Partition}:apigateway:${AWS::Region}::";
+    let mut granted = Vec::new();
+    for grant in grants {
+        for action in &grant.actions {
+            for resource in &grant.resources {
+                let arn = integration_tests::template::sub(resource).expect("a !Sub ARN");
+                let path = arn.strip_prefix(prefix).expect("an API Gateway ARN");
+                granted.push((action.clone(), path.to_owned()));
+            }
+        }
+    }
+    granted
+}
+
+/// What template.yaml deploys: a REST API, its stage, and the default per-account plan.
+struct Stack {
+    client: aws_sdk_apigateway::Client,
+    requests: Requests,
+    rest_api_id: String,
+    default_plan_id: String,
+}
+
+impl Stack {
+    async fn deploy(moto: &Moto) -> Self {
+        let requests = Requests::default();
+        let client = shared::aws::apigateway_client(Some(&moto.endpoint)).unwrap();
+        let client = aws_sdk_apigateway::Client::from_conf(
+            client
+                .config()
+                .to_builder()
+                .interceptor(requests.clone())
+                .build(),
+        );
+        let rest_api_id = client
+            .create_rest_api()
+            .name(format!("agent-hosting-{}", uuid::Uuid::new_v4().simple()))
+            .send()
+            .await
+            .unwrap()
+            .id
+            .unwrap();
+        // A deployment needs a method (AWS and moto both refuse an empty API).
+        let root = client
+            .get_resources()
+            .rest_api_id(&rest_api_id)
+            .send()
+            .await
+            .unwrap()
+            .items
+            .unwrap()
+            .remove(0)
+            .id
+            .unwrap();
+        client
+            .put_method()
+            .rest_api_id(&rest_api_id)
+            .resource_id(&root)
+            .http_method("GET")
+            .authorization_type("NONE")
+            .send()
+            .await
+            .unwrap();
+        client
+            .put_integration()
+            .rest_api_id(&rest_api_id)
+            .resource_id(&root)
+            .http_method("GET")
+            .r#type(IntegrationType::Mock)
+            .send()
+            .await
+            .unwrap();
+        client
+            .create_deployment()
+            .rest_api_id(&rest_api_id)
+            .stage_name(STAGE)
+            .send()
+            .await
+            .unwrap();
+        let plan = client
+            .create_usage_plan()
+            .name("accounts")
+            .api_stages(
+                ApiStage::builder()
+                    .api_id(&rest_api_id)
+                    .stage(STAGE)
+                    .build(),
+            )
+            .throttle(
+                ThrottleSettings::builder()
+                    .rate_limit(10.0)
+                    .burst_limit(20)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        Stack {
+            client,
+            requests,
+            rest_api_id,
+            default_plan_id: plan.id.unwrap(),
+        }
+    }
+
+    fn gateway(&self) -> Gateway {
+        Gateway::new(
+            self.client.clone(),
+            self.rest_api_id.clone(),
+            STAGE.to_owned(),
+            self.default_plan_id.clone(),
+        )
+    }
+
+    async fn keys(&self) -> Vec<aws_sdk_apigateway::types::ApiKey> {
+        self.client
+            .get_api_keys()
+            .include_values(true)
+            .send()
+            .await
+            .unwrap()
+            .items
+            .unwrap_or_default()
+    }
+
+    async fn plans_with_key(&self, key_id: &str) -> Vec<UsagePlan> {
+        self.client
+            .get_usage_plans()
+            .key_id(key_id)
+            .send()
+            .await
+            .unwrap()
+            .items
+            .unwrap_or_default()
+    }
+
+    /// Asserts the account has exactly one key, enabled, with the value the authorizer names,
+    /// in exactly one plan: the default.
+    async fn assert_keyed(&self, account_id: &str) {
+        let keys = self.keys().await;
+        let mine: Vec<_> = keys
+            .iter()
+            .filter(|key| key.customer_id() == Some(account_id))
+            .collect();
+        assert_eq!(mine.len(), 1, "one key of {account_id}: {keys:?}");
+        let key = mine[0];
+        assert!(key.enabled, "a key the gateway accepts");
+        assert_eq!(
+            key.value(),
+            Some(usage_plan_key_value(&self.rest_api_id, account_id).as_str())
+        );
+        let plans = self.plans_with_key(key.id().unwrap()).await;
+        assert_eq!(plans.len(), 1, "exactly one plan: {plans:?}");
+        assert_eq!(plans[0].id(), Some(self.default_plan_id.as_str()));
+    }
+}
+
+#[tokio::test]
+async fn an_account_without_a_key_gets_one_in_the_default_plan_once_however_often_asked() {
+    let moto = Moto::start();
+    let stack = Stack::deploy(&moto).await;
+    let store = TestStore::new().await;
+    let gateway = stack.gateway();
+    // The fixture `sam local invoke` sends (events/gateway-keys.json).
+    let event: Value = shared::testing::fixture_event("gateway-keys.json");
+    let account_id = event["account_id"].as_str().unwrap().to_owned();
+    shared::account::ensure_account(&store.store, &account_id, None)
+        .await
+        .unwrap();
+
+    stack.requests.0.lock().unwrap().clear();
+    let answer = gateway_keys::handle(&gateway, event.clone()).await.unwrap();
+    // Every request the function sent is one its policy allows (template.yaml).
+    let sent = std::mem::take(&mut *stack.requests.0.lock().unwrap());
+    let granted = granted();
+    let plan_keys = format!("/usageplans/{}/keys", stack.default_plan_id);
+    for (method, path) in &sent {
+        let path = if *path == plan_keys {
+            "/usageplans/${AccountsUsagePlan}/keys".to_owned()
+        } else {
+            path.clone()
+        };
+        assert!(
+            granted.contains(&(format!("apigateway:{method}"), path.clone())),
+            "{method} {path} is not granted: {granted:?}"
+        );
+    }
+    assert!(
+        sent.iter().any(|(method, _)| method == "POST"),
+        "the key was made: {sent:?}"
+    );
+    stack.assert_keyed(&account_id).await;
+    let key_id = stack.keys().await[0].id().unwrap().to_owned();
+    assert_eq!(
+        answer,
+        json!({"account_id": account_id, "key_id": key_id, "plan": "default"})
+    );
+
+    // Lambda's retry, the trigger's on Cognito's retry: the same key, in the same one plan.
+    let again = gateway_keys::handle(&gateway, event.clone()).await.unwrap();
+    assert_eq!(again, answer);
+    assert_eq!(stack.keys().await.len(), 1);
+    stack.assert_keyed(&account_id).await;
+    assert_eq!(
+        gateway.describe(&account_id).await.unwrap().unwrap().plan,
+        Some(Plan::Default)
+    );
+}
+
+#[tokio::test]
+async fn a_bad_event_is_an_error_and_makes_nothing() {
+    let moto = Moto::start();
+    let stack = Stack::deploy(&moto).await;
+    let gateway = stack.gateway();
+    for event in [
+        json!(null),
+        json!({}),
+        json!({"account_id": ""}),
+        json!({"account_id": "Not/An/Id"}),
+        json!({"account_id": "acme", "extra": 1}),
+        json!({"accountId": "acme"}),
+        json!(["acme"]),
+    ] {
+        let failed = gateway_keys::handle(&gateway, event.clone()).await;
+        assert!(
+            matches!(
+                failed,
+                Err(GatewayKeysError::Malformed(_) | GatewayKeysError::NotAnAccountId(_))
+            ),
+            "{event}: {failed:?}"
+        );
+    }
+    assert!(stack.keys().await.is_empty(), "no key made");
+}
+
+#[tokio::test]
+async fn api_gateway_failing_is_an_error_lambda_retries() {
+    // Nothing listens on port 9: every call fails, after the client's bounded retries.
+    let client = shared::aws::apigateway_client(Some("http://127.0.0.1:9")).unwrap();
+    let gateway = Gateway::new(client, "api".into(), STAGE.into(), "plan".into());
+    let failed = gateway_keys::handle(&gateway, json!({"account_id": "acme"})).await;
+    assert!(
+        matches!(failed, Err(GatewayKeysError::Gateway(_))),
+        "{failed:?}"
+    );
+}
+
+/// The trigger's port, answered by the function's handler at once (on AWS: Lambda's queue).
+struct Direct<'a> {
+    gateway: &'a Gateway,
+    answers: Mutex<Vec<Value>>,
+}
+
+impl GatewayKeyRequests for Direct<'_> {
+    async fn request(&self, account_id: &str) -> Result<(), KeyRequestError> {
+        let event = people_signup::gateway_keys::request_event(account_id);
+        let answer = gateway_keys::handle(self.gateway, event)
+            .await
+            .map_err(|error| KeyRequestError {
+                account_id: account_id.to_owned(),
+                message: error.to_string(),
+            })?;
+        self.answers.lock().unwrap().push(answer);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_person_who_signs_up_gets_an_account_and_its_gateway_key() {
+    let moto = Moto::start();
+    let stack = Stack::deploy(&moto).await;
+    let store = TestStore::new().await;
+    let gateway = stack.gateway();
+    let keys = Direct {
+        gateway: &gateway,
+        answers: Mutex::default(),
+    };
+    // A sub of this run's own: DynamoDB Local's tables are shared by the suite's tests.
+    let sub = uuid::Uuid::new_v4().to_string();
+    let mut event: Value = shared::testing::fixture_event("people-signup.json");
+    event["request"]["userAttributes"]["sub"] = sub.clone().into();
+
+    let answer = people_signup::handle(&store.store, Some(&keys), event.clone())
+        .await
+        .unwrap();
+    assert_eq!(answer, event);
+    let account_id = people_signup::account_id_of(&sub);
+    assert!(
+        store
+            .store
+            .get_account(&account_id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    stack.assert_keyed(&account_id).await;
+    assert_eq!(keys.answers.lock().unwrap().len(), 1);
+}
