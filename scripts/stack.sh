@@ -383,12 +383,23 @@ stack_supervise() {
 # WATCH_CONCURRENCY (8) instances of a function, one request each, as Lambda scales a function
 # by instances: a start waiting on its report holds one instance, not the function. Its own
 # CORS answers are off: an OPTIONS reaches the function its route names, as deployed.
+# Each instance watches its working directory for changes, one inotify watch a directory; the
+# checkout has tens of thousands (target/, .local/), so past about nine instances the user's
+# inotify limit is reached and every later instance's watcher fails ("Native fs watcher error",
+# which watchexec treats as fatal to the instance's supervision). A stack that reloads nothing
+# (STACK_WATCH_IGNORE_CHANGES: the e2e suites) runs it from an empty directory (.local/watch-root) inside
+# the checkout, where cargo still reads .cargo/config.toml, and names the workspace's manifest.
 stack_watch() {
-  local port=$1 watch_port log="$stack_root/.local/watch-$1.log"
+  local port=$1 watch_port log="$stack_root/.local/watch-$1.log" watched=$stack_root
   stack_build_functions "$(uname -m | sed 's/aarch64/arm64/')"
   mkdir -p "$stack_root/.local"
+  if [ -n "${STACK_WATCH_IGNORE_CHANGES:-}" ]; then
+    watched="$stack_root/.local/watch-root"
+    mkdir -p "$watched"
+  fi
   watch_port=$("$stack_root/scripts/local.sh" free-port)
-  (cd "$stack_root" && exec "$stack_root/.local/venv/bin/cargo-lambda" lambda watch --quiet \
+  (cd "$watched" && exec "$stack_root/.local/venv/bin/cargo-lambda" lambda watch --quiet \
+    --manifest-path "$stack_root/Cargo.toml" \
     --target "$(stack_host_triple)" --invoke-address 127.0.0.1 --invoke-port "$watch_port" \
     --concurrency "${WATCH_CONCURRENCY:-8}" --disable-cors \
     ${STACK_WATCH_IGNORE_CHANGES:+--ignore-changes} \
@@ -506,7 +517,8 @@ stack_sam_build() (
     || { tail -n 40 "$stack_root/.local/sam-build.log" >&2; exit 1; }
 )
 
-# stack_sam_env FILE: the --env-vars file of the functions' containers: DynamoDB Local through
+# stack_sam_env FILE: the --env-vars file of the functions' containers (no GATEWAY_KEYS_FUNCTION:
+# sam local has no usage plans, so the sign-up trigger asks for no gateway key): DynamoDB Local through
 # Docker's bridge (sam starts function containers there; host networking is not applied by this
 # sam version) and the table names, in place of the template's AWS values.
 stack_sam_env() {
@@ -529,7 +541,7 @@ stack_sam_env() {
   "SESSION_START_WAIT_SECONDS": "$SESSION_START_WAIT_SECONDS", "SESSION_SWEEP_AT_EVENT_TIME": "true",
   "DEPLOYMENT_MODE": "$DEPLOYMENT_MODE",
   "PEOPLE_ISSUER": "${PEOPLE_ISSUER:-}", "PEOPLE_CLIENT_ID": "${PEOPLE_CLIENT_ID:-}",
-  "PEOPLE_JWKS_URL": "$jwks_url"}}
+  "PEOPLE_JWKS_URL": "$jwks_url", "GATEWAY_KEYS_FUNCTION": ""}}
 JSON
 }
 

@@ -429,6 +429,9 @@ const NOT_EVENTS: &[&str] = &[
     "ecs-task-state-change-oom-killed.json",
     "ecs-task-state-change-pull-failed.json",
     "ecs-task-state-change-running.json",
+    // The gateway-keys function's event: sam local has no usage plans; tests/tests/gateway_keys.rs
+    // sends it to moto's.
+    "gateway-keys.json",
 ];
 
 /// Concurrent `sam local invoke`s (each is a process and a container).
