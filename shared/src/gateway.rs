@@ -44,6 +44,23 @@ where
     }
 }
 
+/// CreateUsagePlanKey failed: the key is in a plan of the stage already (ConflictException), or
+/// otherwise.
+enum AddKeyError {
+    Conflict(GatewayError),
+    Failed(GatewayError),
+}
+
+impl AddKeyError {
+    /// For a caller to whom a key already in a plan is a failure too (`move_key` took it out of
+    /// every other plan first: a conflict means the plans changed meanwhile).
+    fn into_gateway(self) -> GatewayError {
+        match self {
+            AddKeyError::Conflict(error) | AddKeyError::Failed(error) => error,
+        }
+    }
+}
+
 /// An account's own rate and burst (requests a second, requests at once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -185,43 +202,85 @@ impl Gateway {
     }
 
     /// The account's key, created (enabled, with the value the authorizer names) when missing,
-    /// and in a plan: the default one unless it is in one already. Idempotent.
+    /// and in a plan: the default one unless it is in one already. Idempotent, and safe to run
+    /// twice at once for one account: the key's value is unique per account, so of two
+    /// CreateApiKey calls API Gateway answers the second ConflictException (the key exists: it
+    /// is looked up again), and of two CreateUsagePlanKey calls the second ConflictException
+    /// (the key is in the plan already).
     pub async fn ensure_account(&self, account_id: &str) -> Result<AccountGateway, GatewayError> {
         let key_id = match self.find_key(account_id).await? {
             Some(key) => key.id().unwrap_or_default().to_owned(),
-            None => self
-                .client
-                .create_api_key()
-                .name(self.key_name(account_id))
-                .description("agent-hosting: the account's usage-plan key")
-                .customer_id(account_id)
-                .value(usage_plan_key_value(&self.rest_api_id, account_id))
-                // Keys are created disabled unless told otherwise.
-                .enabled(true)
-                .send()
-                .await
-                .map_err(failed("CreateApiKey"))?
-                .id
-                .ok_or_else(|| GatewayError::Invalid("an API key without an id".into()))?,
+            None => self.create_key(account_id).await?,
         };
         if self.plans_with_key(&key_id).await?.is_empty() {
-            self.add_key_to(&self.default_plan_id, &key_id).await?;
+            match self.add_key_to(&self.default_plan_id, &key_id).await {
+                Ok(()) | Err(AddKeyError::Conflict(_)) => {}
+                Err(AddKeyError::Failed(error)) => return Err(error),
+            }
         }
         self.describe(account_id)
             .await?
             .ok_or_else(|| GatewayError::Invalid(format!("the key of {account_id} vanished")))
     }
 
-    async fn add_key_to(&self, plan_id: &str, key_id: &str) -> Result<(), GatewayError> {
-        self.client
+    /// Makes the account's key; one made meanwhile by another caller (ConflictException) is
+    /// found by its name instead.
+    async fn create_key(&self, account_id: &str) -> Result<String, GatewayError> {
+        let created = self
+            .client
+            .create_api_key()
+            .name(self.key_name(account_id))
+            .description("agent-hosting: the account's usage-plan key")
+            .customer_id(account_id)
+            .value(usage_plan_key_value(&self.rest_api_id, account_id))
+            // Keys are created disabled unless told otherwise.
+            .enabled(true)
+            .send()
+            .await;
+        match created {
+            Ok(key) => key
+                .id
+                .ok_or_else(|| GatewayError::Invalid("an API key without an id".into())),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|error| error.is_conflict_exception()) =>
+            {
+                let key = self.find_key(account_id).await?.ok_or_else(|| {
+                    GatewayError::Invalid(format!(
+                        "CreateApiKey answered that the key of {account_id} exists, and none is \
+                         found by its name"
+                    ))
+                })?;
+                Ok(key.id().unwrap_or_default().to_owned())
+            }
+            Err(error) => Err(failed("CreateApiKey")(error)),
+        }
+    }
+
+    async fn add_key_to(&self, plan_id: &str, key_id: &str) -> Result<(), AddKeyError> {
+        match self
+            .client
             .create_usage_plan_key()
             .usage_plan_id(plan_id)
             .key_id(key_id)
             .key_type("API_KEY")
             .send()
             .await
-            .map_err(failed("CreateUsagePlanKey"))?;
-        Ok(())
+        {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let conflict = error
+                    .as_service_error()
+                    .is_some_and(|error| error.is_conflict_exception());
+                let error = failed("CreateUsagePlanKey")(error);
+                Err(if conflict {
+                    AddKeyError::Conflict(error)
+                } else {
+                    AddKeyError::Failed(error)
+                })
+            }
+        }
     }
 
     /// Puts the key in `plan_id` and in no other plan: out of the others first (a key is in one
@@ -244,7 +303,9 @@ impl Gateway {
                 .map_err(failed("DeleteUsagePlanKey"))?;
         }
         if !already {
-            self.add_key_to(plan_id, key_id).await?;
+            self.add_key_to(plan_id, key_id)
+                .await
+                .map_err(AddKeyError::into_gateway)?;
         }
         Ok(())
     }

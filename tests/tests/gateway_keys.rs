@@ -269,6 +269,28 @@ async fn an_account_without_a_key_gets_one_in_the_default_plan_once_however_ofte
 }
 
 #[tokio::test]
+async fn two_requests_at_once_for_one_account_both_succeed_with_one_key_in_one_plan() {
+    // Lambda may run the trigger's request and a retry (or Cognito's retry's request) at the
+    // same moment: both find no key and both make it; API Gateway refuses the second
+    // (ConflictException: the value is the account's own), which finds the first's.
+    let moto = Moto::start();
+    let stack = Stack::deploy(&moto).await;
+    let gateway = stack.gateway();
+    let account_id = format!("acct-{}", uuid::Uuid::new_v4().simple());
+    let event = json!({ "account_id": account_id });
+
+    let (first, second) = tokio::join!(
+        gateway_keys::handle(&gateway, event.clone()),
+        gateway_keys::handle(&gateway, event.clone()),
+    );
+    let (first, second) = (first.unwrap(), second.unwrap());
+    assert_eq!(first, second, "the same key, in the same plan");
+    assert_eq!(stack.keys().await.len(), 1, "{:?}", stack.keys().await);
+    stack.assert_keyed(&account_id).await;
+    assert_eq!(first["plan"], "default");
+}
+
+#[tokio::test]
 async fn a_bad_event_is_an_error_and_makes_nothing() {
     let moto = Moto::start();
     let stack = Stack::deploy(&moto).await;
