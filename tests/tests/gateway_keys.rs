@@ -335,7 +335,11 @@ struct Direct<'a> {
 }
 
 impl GatewayKeyRequests for Direct<'_> {
-    async fn request(&self, account_id: &str) -> Result<(), KeyRequestError> {
+    async fn request(
+        &self,
+        account_id: &str,
+        _timeout: std::time::Duration,
+    ) -> Result<(), KeyRequestError> {
         let event = people_signup::gateway_keys::request_event(account_id);
         let answer = gateway_keys::handle(self.gateway, event)
             .await
@@ -363,7 +367,8 @@ async fn a_person_who_signs_up_gets_an_account_and_its_gateway_key() {
     let mut event: Value = shared::testing::fixture_event("people-signup.json");
     event["request"]["userAttributes"]["sub"] = sub.clone().into();
 
-    let answer = people_signup::handle(&store.store, Some(&keys), event.clone())
+    let deadline = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    let answer = people_signup::handle(&store.store, Some(&keys), event.clone(), deadline)
         .await
         .unwrap();
     assert_eq!(answer, event);

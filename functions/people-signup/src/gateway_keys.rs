@@ -12,9 +12,9 @@ use shared::error::DisplayErrorContext;
 
 use crate::{GatewayKeyRequests, KeyRequestError};
 
-/// The whole Invoke, retries included: what is left of Cognito's 5 seconds after the account's
-/// writes is spent on nothing slower.
-const INVOKE_TIMEOUT: Duration = Duration::from_millis(1_500);
+/// One attempt of the Invoke; the whole Invoke, retries included, is bounded by the caller's
+/// timeout (`crate::invoke_timeout`: at most `INVOKE_TIMEOUT`, less when the invocation's time is
+/// running out).
 const INVOKE_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(700);
 
 /// The function named `function_name` (a literal name: the template cannot reference the
@@ -33,7 +33,7 @@ impl LambdaGatewayKeys {
                 TimeoutConfig::builder()
                     .connect_timeout(shared::aws::CONNECT_TIMEOUT)
                     .operation_attempt_timeout(INVOKE_ATTEMPT_TIMEOUT)
-                    .operation_timeout(INVOKE_TIMEOUT)
+                    .operation_timeout(crate::INVOKE_TIMEOUT)
                     .build(),
             )
             .build();
@@ -60,12 +60,21 @@ pub fn request_event(account_id: &str) -> serde_json::Value {
 }
 
 impl GatewayKeyRequests for LambdaGatewayKeys {
-    async fn request(&self, account_id: &str) -> Result<(), KeyRequestError> {
+    async fn request(&self, account_id: &str, timeout: Duration) -> Result<(), KeyRequestError> {
+        let bound = aws_sdk_lambda::Config::builder().timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(shared::aws::CONNECT_TIMEOUT)
+                .operation_attempt_timeout(INVOKE_ATTEMPT_TIMEOUT.min(timeout))
+                .operation_timeout(timeout)
+                .build(),
+        );
         self.client
             .invoke()
             .function_name(&self.function_name)
             .invocation_type(InvocationType::Event)
             .payload(Blob::new(request_event(account_id).to_string()))
+            .customize()
+            .config_override(bound)
             .send()
             .await
             .map_err(|error| KeyRequestError {

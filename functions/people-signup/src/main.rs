@@ -2,6 +2,8 @@
 //! gateway-keys function's client (when `GATEWAY_KEYS_FUNCTION` is set) once at cold start, then
 //! the loop.
 
+use std::time::{Duration, UNIX_EPOCH};
+
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use serde_json::Value;
 use shared::config::ACCOUNTS_TABLE;
@@ -17,7 +19,9 @@ async fn main() -> Result<(), Error> {
     let keys = LambdaGatewayKeys::from_env()?;
     let (store, keys) = (&store, keys.as_ref());
     run(service_fn(move |event: LambdaEvent<Value>| async move {
-        people_signup::handle(store, keys, event.payload)
+        // The context's deadline: milliseconds since the epoch.
+        let deadline = UNIX_EPOCH + Duration::from_millis(event.context.deadline);
+        people_signup::handle(store, keys, event.payload, deadline)
             .await
             .map_err(|error| {
                 tracing::error!(error = %DisplayErrorContext(&error), "no account for the confirmation; Cognito answers it with an error");

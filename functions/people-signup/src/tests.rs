@@ -13,6 +13,14 @@ const SUB: &str = "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f";
 /// No gateway-keys function configured (as locally).
 const NO_KEYS: Option<&Recorder<'static>> = None;
 
+/// An invocation's time, as Lambda gives the trigger (its timeout: 5 s).
+const AMPLE: Duration = Duration::from_secs(5);
+
+/// The deadline of an invocation that starts now.
+fn ample() -> SystemTime {
+    SystemTime::now() + AMPLE
+}
+
 fn sign_up() -> Value {
     shared::testing::fixture_event("people-signup.json")
 }
@@ -30,7 +38,7 @@ async fn accounts(store: &impl AccountStore) -> Vec<Account> {
 #[tokio::test]
 async fn a_confirmed_sign_up_makes_one_account_and_ties_the_person_to_it() {
     let store = MemoryStore::default();
-    let answer = handle(&store, NO_KEYS, sign_up()).await.unwrap();
+    let answer = handle(&store, NO_KEYS, sign_up(), ample()).await.unwrap();
     assert_eq!(answer, sign_up(), "Cognito is answered its event unchanged");
 
     let made = accounts(&store).await;
@@ -58,7 +66,7 @@ async fn cognito_retrying_the_trigger_makes_no_second_account() {
             account_id: account_id.clone()
         }
     );
-    let again = handle(&store, NO_KEYS, sign_up()).await.unwrap();
+    let again = handle(&store, NO_KEYS, sign_up(), ample()).await.unwrap();
     assert_eq!(again, sign_up());
     assert_eq!(
         confirm(&store, &sign_up()).await.unwrap(),
@@ -74,9 +82,23 @@ async fn a_person_already_invited_to_an_account_is_given_no_other() {
     let mut event = sign_up();
     event["request"]["userAttributes"]["sub"] = shared::testing::FIXTURE_PERSON_ID.into();
     let before = accounts(&store).await;
+    assert_eq!(
+        confirm(&store, &event).await.unwrap(),
+        Outcome::InvitedBefore {
+            account_id: shared::testing::dev_owner().account_id
+        }
+    );
 
-    assert_eq!(handle(&store, NO_KEYS, event.clone()).await.unwrap(), event);
+    // The operator's account is keyed by the operator (invite-person), not asked for here.
+    let keys = Recorder::of(&store);
+    assert_eq!(
+        handle(&store, Some(&keys), event.clone(), ample())
+            .await
+            .unwrap(),
+        event
+    );
     assert_eq!(accounts(&store).await, before);
+    assert!(keys.asked().is_empty(), "{:?}", keys.asked());
 }
 
 #[tokio::test]
@@ -84,7 +106,12 @@ async fn a_forgotten_password_confirmation_changes_nothing() {
     let store = MemoryStore::default();
     let event = forgot_password();
     assert_eq!(confirm(&store, &event).await.unwrap(), Outcome::NotSignUp);
-    assert_eq!(handle(&store, NO_KEYS, event.clone()).await.unwrap(), event);
+    assert_eq!(
+        handle(&store, NO_KEYS, event.clone(), ample())
+            .await
+            .unwrap(),
+        event
+    );
     assert!(accounts(&store).await.is_empty());
     assert!(store.find_person(SUB).await.unwrap().is_none());
 }
@@ -97,7 +124,7 @@ async fn an_event_that_is_not_a_post_confirmation_is_an_error_not_a_panic() {
         serde_json::json!([1, 2]),
         serde_json::json!(null),
     ] {
-        let failed = handle(&store, NO_KEYS, event.clone()).await;
+        let failed = handle(&store, NO_KEYS, event.clone(), ample()).await;
         assert!(
             matches!(failed, Err(SignupError::NotPostConfirmation(_))),
             "{event}: {failed:?}"
@@ -109,7 +136,7 @@ async fn an_event_that_is_not_a_post_confirmation_is_an_error_not_a_panic() {
         .unwrap()
         .remove("sub");
     assert!(matches!(
-        handle(&store, NO_KEYS, no_sub).await,
+        handle(&store, NO_KEYS, no_sub, ample()).await,
         Err(SignupError::NoSub)
     ));
     assert!(accounts(&store).await.is_empty());
@@ -122,7 +149,7 @@ async fn a_store_failure_fails_the_confirmation_and_the_retry_finishes_the_same_
         person_writes_fail: true,
         ..Faulty::of(&memory)
     };
-    let failed = handle(&outage, NO_KEYS, sign_up()).await;
+    let failed = handle(&outage, NO_KEYS, sign_up(), ample()).await;
     assert!(
         matches!(failed, Err(SignupError::Account(AccountError::Store(_)))),
         "{failed:?}"
@@ -131,7 +158,9 @@ async fn a_store_failure_fails_the_confirmation_and_the_retry_finishes_the_same_
 
     let recovered = Faulty::of(&memory);
     assert_eq!(
-        handle(&recovered, NO_KEYS, sign_up()).await.unwrap(),
+        handle(&recovered, NO_KEYS, sign_up(), ample())
+            .await
+            .unwrap(),
         sign_up()
     );
     let made = accounts(&memory).await;
@@ -166,7 +195,12 @@ async fn a_person_tied_meanwhile_though_a_stale_read_missed_them_keeps_their_one
         .unwrap();
     assert_eq!(person.account_id, shared::testing::dev_owner().account_id);
     assert_ne!(person.account_id, unused_account_id);
-    assert_eq!(handle(&stale, NO_KEYS, event.clone()).await.unwrap(), event);
+    assert_eq!(
+        handle(&stale, NO_KEYS, event.clone(), ample())
+            .await
+            .unwrap(),
+        event
+    );
 }
 
 #[test]
@@ -184,6 +218,7 @@ struct Recorder<'a> {
     store: &'a MemoryStore,
     fails: bool,
     asked: std::sync::Mutex<Vec<(String, bool)>>,
+    timeouts: std::sync::Mutex<Vec<Duration>>,
 }
 
 impl<'a> Recorder<'a> {
@@ -192,6 +227,7 @@ impl<'a> Recorder<'a> {
             store,
             fails: false,
             asked: Default::default(),
+            timeouts: Default::default(),
         }
     }
 
@@ -201,7 +237,8 @@ impl<'a> Recorder<'a> {
 }
 
 impl GatewayKeyRequests for Recorder<'_> {
-    async fn request(&self, account_id: &str) -> Result<(), KeyRequestError> {
+    async fn request(&self, account_id: &str, timeout: Duration) -> Result<(), KeyRequestError> {
+        self.timeouts.lock().unwrap().push(timeout);
         let account = self.store.get_account(account_id).await.unwrap();
         let person = self.store.find_person(SUB).await.unwrap();
         let exists = account.is_some() && person.is_some_and(|p| p.account_id == account_id);
@@ -224,7 +261,9 @@ async fn the_gateway_key_is_asked_for_with_the_account_id_once_the_account_and_p
     let store = MemoryStore::default();
     let keys = Recorder::of(&store);
     assert_eq!(
-        handle(&store, Some(&keys), sign_up()).await.unwrap(),
+        handle(&store, Some(&keys), sign_up(), ample())
+            .await
+            .unwrap(),
         sign_up()
     );
     assert_eq!(keys.asked(), [(account_id_of(SUB), true)]);
@@ -232,7 +271,9 @@ async fn the_gateway_key_is_asked_for_with_the_account_id_once_the_account_and_p
     // Cognito's retry of a confirmation that did finish: asked again (the function is
     // idempotent), for the same account.
     assert_eq!(
-        handle(&store, Some(&keys), sign_up()).await.unwrap(),
+        handle(&store, Some(&keys), sign_up(), ample())
+            .await
+            .unwrap(),
         sign_up()
     );
     assert_eq!(keys.asked().len(), 2);
@@ -245,7 +286,9 @@ async fn no_key_is_asked_for_without_an_account_of_the_persons_own() {
     let keys = Recorder::of(&store);
     let reset = forgot_password();
     assert_eq!(
-        handle(&store, Some(&keys), reset.clone()).await.unwrap(),
+        handle(&store, Some(&keys), reset.clone(), ample())
+            .await
+            .unwrap(),
         reset
     );
 
@@ -254,7 +297,11 @@ async fn no_key_is_asked_for_without_an_account_of_the_persons_own() {
         person_writes_fail: true,
         ..Faulty::of(&store)
     };
-    assert!(handle(&outage, Some(&keys), sign_up()).await.is_err());
+    assert!(
+        handle(&outage, Some(&keys), sign_up(), ample())
+            .await
+            .is_err()
+    );
 
     // Tied to the operator's account meanwhile: the account made here is unused, not keyed.
     let invited = MemoryStore::default();
@@ -269,7 +316,9 @@ async fn no_key_is_asked_for_without_an_account_of_the_persons_own() {
     };
     let other = Recorder::of(&invited);
     assert_eq!(
-        handle(&stale, Some(&other), event.clone()).await.unwrap(),
+        handle(&stale, Some(&other), event.clone(), ample())
+            .await
+            .unwrap(),
         event
     );
 
@@ -280,10 +329,13 @@ async fn no_key_is_asked_for_without_an_account_of_the_persons_own() {
 #[tokio::test]
 async fn with_no_gateway_keys_function_nothing_is_asked_and_the_account_is_made() {
     let store = MemoryStore::default();
-    assert_eq!(handle(&store, NO_KEYS, sign_up()).await.unwrap(), sign_up());
+    assert_eq!(
+        handle(&store, NO_KEYS, sign_up(), ample()).await.unwrap(),
+        sign_up()
+    );
     assert_eq!(accounts(&store).await.len(), 1);
     assert_eq!(
-        request_key(NO_KEYS, &account_id_of(SUB)).await,
+        request_key(NO_KEYS, &account_id_of(SUB), AMPLE).await,
         KeyRequest::NotConfigured
     );
 }
@@ -295,17 +347,163 @@ async fn a_failed_key_request_is_logged_and_the_confirmation_still_succeeds() {
         fails: true,
         ..Recorder::of(&store)
     };
+    let logs = Logs::capture();
     // The account and person are written; sync-gateway makes the key (docs/people.md).
     assert_eq!(
-        handle(&store, Some(&keys), sign_up()).await.unwrap(),
+        handle(&store, Some(&keys), sign_up(), ample())
+            .await
+            .unwrap(),
         sign_up()
     );
     assert_eq!(keys.asked(), [(account_id_of(SUB), true)]);
     assert!(store.find_person(SUB).await.unwrap().is_some());
+    // What GatewayKeyNotRequestedMetricFilter counts: the message, at ERROR.
     assert_eq!(
-        request_key(Some(&keys), &account_id_of(SUB)).await,
+        logs.at(tracing::Level::ERROR),
+        [KEY_NOT_REQUESTED],
+        "{:?}",
+        logs.all()
+    );
+    assert_eq!(
+        request_key(Some(&keys), &account_id_of(SUB), AMPLE).await,
         KeyRequest::Failed
     );
+}
+
+#[test]
+fn the_invoke_is_bounded_by_what_is_left_of_the_invocation() {
+    assert_eq!(invoke_timeout(AMPLE), Some(INVOKE_TIMEOUT));
+    assert_eq!(
+        invoke_timeout(INVOKE_TIMEOUT + DEADLINE_MARGIN),
+        Some(INVOKE_TIMEOUT)
+    );
+    assert_eq!(
+        invoke_timeout(Duration::from_millis(1_000)),
+        Some(Duration::from_millis(800)),
+        "the margin kept for the answer"
+    );
+    assert_eq!(
+        invoke_timeout(DEADLINE_MARGIN + MIN_INVOKE_TIMEOUT),
+        Some(MIN_INVOKE_TIMEOUT)
+    );
+    for left in [
+        DEADLINE_MARGIN + MIN_INVOKE_TIMEOUT - Duration::from_millis(1),
+        DEADLINE_MARGIN,
+        Duration::from_millis(50),
+        Duration::ZERO,
+    ] {
+        assert_eq!(invoke_timeout(left), None, "{left:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_invoke_is_given_what_is_left_of_the_invocation_but_the_margin() {
+    let store = MemoryStore::default();
+    let keys = Recorder::of(&store);
+    let deadline = SystemTime::now() + Duration::from_millis(1_000);
+    handle(&store, Some(&keys), sign_up(), deadline)
+        .await
+        .unwrap();
+    let timeouts = keys.timeouts.lock().unwrap().clone();
+    assert_eq!(timeouts.len(), 1);
+    assert!(
+        timeouts[0] <= Duration::from_millis(800) && timeouts[0] >= MIN_INVOKE_TIMEOUT,
+        "{timeouts:?}"
+    );
+}
+
+#[tokio::test]
+async fn with_too_little_time_left_no_key_is_asked_for_it_is_logged_and_the_confirmation_answered()
+{
+    for deadline in [
+        SystemTime::now() + Duration::from_millis(250),
+        SystemTime::now(),
+        SystemTime::now() - Duration::from_secs(1),
+    ] {
+        let store = MemoryStore::default();
+        let keys = Recorder::of(&store);
+        let logs = Logs::capture();
+        assert_eq!(
+            handle(&store, Some(&keys), sign_up(), deadline)
+                .await
+                .unwrap(),
+            sign_up(),
+            "Cognito is answered"
+        );
+        assert!(keys.asked().is_empty(), "no Invoke: {:?}", keys.asked());
+        assert!(store.find_person(SUB).await.unwrap().is_some());
+        assert_eq!(
+            logs.at(tracing::Level::ERROR),
+            [KEY_NOT_REQUESTED],
+            "{:?}",
+            logs.all()
+        );
+    }
+}
+
+/// Every event logged on this thread while it lives (level and message): a subscriber of
+/// `tracing`'s own, as the function's would see them.
+struct Logs {
+    events: std::sync::Arc<std::sync::Mutex<Vec<(tracing::Level, String)>>>,
+    _guard: tracing::subscriber::DefaultGuard,
+}
+
+impl Logs {
+    fn capture() -> Self {
+        let events = std::sync::Arc::default();
+        let subscriber = Collector {
+            events: std::sync::Arc::clone(&events),
+        };
+        Logs {
+            events,
+            _guard: tracing::subscriber::set_default(subscriber),
+        }
+    }
+
+    fn all(&self) -> Vec<(tracing::Level, String)> {
+        self.events.lock().unwrap().clone()
+    }
+
+    fn at(&self, level: tracing::Level) -> Vec<String> {
+        self.all()
+            .into_iter()
+            .filter(|(at, _)| *at == level)
+            .map(|(_, message)| message)
+            .collect()
+    }
+}
+
+struct Collector {
+    events: std::sync::Arc<std::sync::Mutex<Vec<(tracing::Level, String)>>>,
+}
+
+impl tracing::Subscriber for Collector {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        self.events
+            .lock()
+            .unwrap()
+            .push((*event.metadata().level(), message.0));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 /// The memory store, whose person writes fail (the store unreachable), or whose person reads
@@ -460,7 +658,10 @@ mod lambda {
             aws_sdk_lambda::Client::from_conf(config),
             "stack-gateway-keys".into(),
         );
-        let failed = keys.request("acct-0123").await.unwrap_err();
+        let failed = keys
+            .request("acct-0123", crate::INVOKE_TIMEOUT)
+            .await
+            .unwrap_err();
         assert_eq!(
             failed.account_id, "acct-0123",
             "a failure is an error, not a panic"
