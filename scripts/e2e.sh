@@ -103,6 +103,13 @@ cargo test --workspace --quiet --no-run
 echo "e2e $mode: suites built in $(($(date +%s) - step)) s"
 export RUST_LOG=${RUST_LOG:-warn}
 STACK_WATCH_IGNORE_CHANGES=1
+# Every instance cargo lambda watch starts holds an inotify instance of its own, and a user has
+# 128 (fs.inotify.max_user_instances): with 8 instances a function the suites reach about 175.
+# Past the limit an instance's watcher fails, which ends watchexec's supervision of it, racing the
+# start of its process; cargo lambda watch (1.9.2, scheduler.rs) keeps the instance in the
+# function's pool either way, so a slot may never serve. Four a function stays under the limit,
+# and is what the suites need (four session starts in flight at once).
+export WATCH_CONCURRENCY=${WATCH_CONCURRENCY:-4}
 step=$(date +%s)
 stack_store "$(scripts/local.sh free-port)" $data_dir
 case "$mode" in
