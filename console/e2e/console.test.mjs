@@ -6,7 +6,7 @@
 // (scripts/admin.sh invite-person) on the stack's store and pool.
 // Screenshots: .local/e2e-console/<nn>-<page>.png, kept.
 
-import { test, before, after, afterEach } from "node:test";
+import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
@@ -104,24 +104,41 @@ before(async () => {
     console.log(`failed (${request.failure()?.errorText}): ${unanswered.get(request)}`);
     unanswered.delete(request);
   });
+  page.on("framenavigated", (frame) => {
+    if (frame === page.mainFrame()) console.log(`navigated ${new Date().toISOString()}: ${frame.url()}`);
+  });
   console.log(`chromium ${browser.version}; screenshots in ${shots.dir}`);
 });
 
-// A failed step's page as it was: its screenshot and what its <main> said.
-afterEach(async () => {
-  const text = await page?.locator("main").innerText().catch(() => "");
-  if (text?.includes("Loading…")) {
-    console.log(`a page still loading at ${new Date().toISOString()}: ${page.url()}\n${text}`);
-    await shots.take(page, "still-loading");
-  }
-});
+// A failed step's page as it was: its screenshot, its address, what its <main> said and which
+// buttons it had.
+async function diagnose(name) {
+  const text = await page.locator("main").innerText().catch((error) => `(unread: ${error})`);
+  const buttons = await page.getByRole("button").allInnerTexts().catch(() => []);
+  const dialogs = await page.locator("dialog").count().catch(() => -1);
+  console.log(`step "${name}" failed at ${new Date().toISOString()} on ${page.url()}`);
+  console.log(`buttons: ${JSON.stringify(buttons)}; dialogs: ${dialogs}\n${text}`);
+  await shots.take(page, "failed");
+}
+
+/** A step of the walk; a failed one says what its page showed (diagnose). */
+function step(name, body) {
+  test(name, async () => {
+    try {
+      await body();
+    } catch (error) {
+      await diagnose(name);
+      throw error;
+    }
+  });
+}
 
 after(async () => {
   for (const request of unanswered.values()) console.log(`never answered: ${request}`);
   await browser?.close();
 });
 
-test("1. sign in by keyboard only, to the agents page", async () => {
+step("1. sign in by keyboard only, to the agents page", async () => {
   await page.goto(consoleUrl);
   await page.getByRole("heading", { name: "Sign in" }).waitFor();
   await shots.take(page, "sign-in");
@@ -133,7 +150,7 @@ test("1. sign in by keyboard only, to the agents page", async () => {
   await shots.take(page, "agents");
 });
 
-test("2. a private key shown once, copied, working, then revoked", async () => {
+step("2. a private key shown once, copied, working, then revoked", async () => {
   const key = await createKeyInConsole("private", "ci");
   assert.match(key, /^ahk_/);
   await shots.take(page, "key-created");
@@ -151,7 +168,7 @@ test("2. a private key shown once, copied, working, then revoked", async () => {
   await until("the revoked key refused", async () => (await call("GET", "/agents", key)).status === 401, { tries: 65 });
 });
 
-test("3. keys for an agent, its readiness, a session and its lines", async () => {
+step("3. keys for an agent, its readiness, a session and its lines", async () => {
   state.deploy = await createKeyInConsole("private", "deploy");
   await closeKeyDialog();
   state.web = await createKeyInConsole("public", "web");
@@ -187,7 +204,7 @@ test("3. keys for an agent, its readiness, a session and its lines", async () =>
   await shots.take(page, "session-lines");
 });
 
-test("4. a secret set in the console is never sent back", async () => {
+step("4. a secret set in the console is never sent back", async () => {
   const marker = `marker-${run}-${Math.random().toString(36).slice(2)}`;
   await page.goto(`${consoleUrl}#/secrets`);
   await page.getByRole("heading", { name: "Secrets", level: 1 }).waitFor();
@@ -206,7 +223,7 @@ test("4. a secret set in the console is never sent back", async () => {
   for (const body of await Promise.all(bodies)) assert.ok(!body.includes(marker), "no answer holds the value");
 });
 
-test("5. accessible names everywhere; no sideways scroll at 200 % zoom", async () => {
+step("5. accessible names everywhere; no sideways scroll at 200 % zoom", async () => {
   await page.setViewportSize({ width: 640, height: 900 }); // 1280 px wide at 200 %
   const routes = {
     "agents": "Agents", "agents/voice": "Agent voice", [`agents/voice/logs?sessionId=${state.sessionId}`]: "Logs of voice",
