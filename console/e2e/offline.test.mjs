@@ -90,6 +90,10 @@ test("every view, signed in by keyboard, under the CSP", async () => {
   await page.getByText("a line of the session (simulated)").waitFor();
   assert.match(page.url(), /logs\?sessionId=/);
   await shots.take(page, "logs");
+  // The logs of an agent the account does not have: the sentence, and nothing left loading.
+  await page.goto(`${fake.url}/console/#/agents/ghost/logs`);
+  await page.getByRole("alert").filter({ hasText: "Not found" }).waitFor();
+  assert.ok(!(await page.locator("main").innerText()).includes("Loading…"), "a failed first read leaves nothing loading");
 
   // Keys: created, shown once, copied, gone when the dialog closes; revoked after a confirm.
   await page.goto(`${fake.url}/console/#/settings/api-keys?tab=private`);

@@ -69,6 +69,11 @@ export const logsView: View = async (main, route, signal) => {
       errors.replaceChildren();
       if (!first) announce(`Lines refreshed: ${page.logs.length} shown`);
     } catch (error) {
+      // A failed refresh keeps the lines shown; a failed first read leaves nothing loading.
+      if (first) {
+        results.replaceChildren();
+        results.setAttribute("aria-busy", "false");
+      }
       showError(errors, error, form);
     }
     first = false;
