@@ -71,7 +71,9 @@ async function createKeyInConsole(kind, name) {
 
 async function closeKeyDialog() {
   await page.getByRole("dialog").getByRole("button", { name: "Done" }).click();
-  await page.getByRole("dialog").waitFor({ state: "detached" });
+  // The element itself, not its role: a closed <dialog> has no role at once, but leaves the page
+  // (with the key it held) only in its close event.
+  await page.locator("dialog").waitFor({ state: "detached" });
 }
 
 before(async () => {

@@ -3,7 +3,7 @@
 
 import { api, type KeyKind, type KeySummary } from "../api";
 import { announce, field, h, table, time } from "../dom";
-import { go, link } from "../router";
+import { link } from "../router";
 import { errorBox, heading, showError, type View } from "./common";
 
 const KINDS: Record<KeyKind, { tab: string; about: string }> = {
@@ -11,7 +11,7 @@ const KINDS: Record<KeyKind, { tab: string; about: string }> = {
   public: { tab: "Public", about: "Public keys (ahp_) may only start sessions; they may ship in a web page or an app." },
 };
 
-export const keysView: View = async (main, route) => {
+export const keysView: View = async (main, route, signal) => {
   const kind: KeyKind = route.query.get("tab") === "public" ? "public" : "private";
   const errors = errorBox();
   const list = h("div", {}, h("p", {}, "Loading…"));
@@ -22,27 +22,36 @@ export const keysView: View = async (main, route) => {
   const form = h("form", { class: "card", "aria-label": `Create a ${kind} key` },
     field("Name", name, "What the key is for, e.g. ci or web (1 to 64 characters)."),
     h("button", { type: "submit" }, `Create ${kind} key`));
-  const reload = (): void => go(link(["settings", "api-keys"], { tab: kind }));
+  const heading1 = heading("API keys");
+  // The list is read again in place, never by navigating: a dialog closed or a key revoked just
+  // as the person moves to another page must not bring them back here.
+  const load = async (): Promise<void> => {
+    try {
+      const keys = (await api.keys()).keys.filter((key) => key.kind === kind);
+      if (signal.aborted) return;
+      list.replaceChildren(keys.length === 0 ? h("p", {}, `No ${kind} keys.`) : keysTable(kind, keys, errors, revoked));
+    } catch (error) {
+      if (signal.aborted) return;
+      list.replaceChildren();
+      showError(errors, error);
+    }
+  };
+  // A revoked key's button is gone with the list read again: the page's heading takes the focus.
+  const revoked = (): void => void load().then(() => { if (!signal.aborted) heading1.focus(); });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     api.createKey(kind, name.value.trim())
       .then((created) => {
         name.value = "";
-        showOnce(created.key, created.name, () => reload());
+        showOnce(created.key, created.name, () => void load());
       })
       .catch((error: unknown) => showError(errors, error, form));
   });
-  main.replaceChildren(heading("API keys"), tabs, h("p", {}, KINDS[kind].about), errors, form, list);
-  try {
-    const keys = (await api.keys()).keys.filter((key) => key.kind === kind);
-    list.replaceChildren(keys.length === 0 ? h("p", {}, `No ${kind} keys.`) : keysTable(kind, keys, errors, reload));
-  } catch (error) {
-    list.replaceChildren();
-    showError(errors, error);
-  }
+  main.replaceChildren(heading1, tabs, h("p", {}, KINDS[kind].about), errors, form, list);
+  await load();
 };
 
-function keysTable(kind: KeyKind, keys: KeySummary[], errors: HTMLElement, reload: () => void): Node {
+function keysTable(kind: KeyKind, keys: KeySummary[], errors: HTMLElement, revoked: () => void): Node {
   return h("div", {},
     table(`${KINDS[kind].tab} keys`, ["Name", "Key", "Created", "Revoked", "Action"], keys.map((key) => {
       let action: Node | string = "—";
@@ -50,7 +59,7 @@ function keysTable(kind: KeyKind, keys: KeySummary[], errors: HTMLElement, reloa
         const revoke = h("button", { type: "button", class: "danger", "aria-label": `Revoke ${key.name}` }, "Revoke");
         revoke.addEventListener("click", () => {
           if (!window.confirm(`Revoke ${key.name} (${key.hint}…)? It stops working within a minute.`)) return;
-          api.revokeKey(key.id).then(() => { announce(`${key.name} revoked`); reload(); })
+          api.revokeKey(key.id).then(() => { announce(`${key.name} revoked`); revoked(); })
             .catch((error: unknown) => showError(errors, error));
         });
         action = revoke;
