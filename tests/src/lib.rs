@@ -47,6 +47,9 @@ pub mod walkthrough;
 /// The `docker` command, for the suites on the Docker Engine.
 pub mod docker;
 
+/// moto's API Gateway as the stack deploys it, its requests recorded, and accounts' key checks.
+pub mod apigateway;
+
 /// A store on fresh tables, plus the client for direct checks.
 pub struct TestStore {
     pub store: DynamoStore,

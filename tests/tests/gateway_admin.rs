@@ -5,198 +5,17 @@
 //! moto does not refuse what AWS refuses (a key in two plans of a stage, deleting a plan that
 //! still has a stage), so the tests check after every step that the key is in exactly one plan.
 
-use std::sync::{Arc, Mutex};
-
 use agent_hosting_admin::accounts;
-use agent_hosting_admin::gateway::{Gateway, Limits, Plan};
-use aws_sdk_apigateway::Client;
-use aws_sdk_apigateway::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_apigateway::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_apigateway::error::BoxError;
-use aws_sdk_apigateway::types::{ApiStage, ThrottleSettings, UsagePlan};
+use agent_hosting_admin::gateway::{Limits, Plan};
+use integration_tests::apigateway::{Requests, STAGE, Stack};
 use integration_tests::emulators::Moto;
 use integration_tests::{TestStore, create_named_agent};
 use shared::account::AccountStore;
-use shared::auth::usage_plan_key_value;
-
-const STAGE: &str = "dev";
-
-/// The requests a client sends, in order (`METHOD /path`): how the tests see that the orderings
-/// AWS enforces and moto does not are kept.
-#[derive(Debug, Clone, Default)]
-struct Requests(Arc<Mutex<Vec<String>>>);
-
-impl Intercept for Requests {
-    fn name(&self) -> &'static str {
-        "Requests"
-    }
-
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let request = context.request();
-        let uri = request.uri();
-        let path = uri
-            .split("://")
-            .nth(1)
-            .and_then(|rest| rest.find('/').map(|at| &rest[at..]));
-        let path = path.unwrap_or(uri).split('?').next().unwrap_or_default();
-        self.0
-            .lock()
-            .unwrap()
-            .push(format!("{} {path}", request.method()));
-        Ok(())
-    }
-}
-
-impl Requests {
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut self.0.lock().unwrap())
-    }
-
-    /// Asserts `first` is sent, and before `then`, which is sent too.
-    fn assert_before(sent: &[String], first: &str, then: &str) {
-        let at = |wanted: &str| {
-            sent.iter()
-                .position(|request| request == wanted)
-                .unwrap_or_else(|| panic!("{wanted} was not sent: {sent:#?}"))
-        };
-        assert!(at(first) < at(then), "{first} before {then}: {sent:#?}");
-    }
-}
-
-/// What template.yaml deploys: a REST API, its stage, and the default per-account plan.
-struct Stack {
-    client: Client,
-    requests: Requests,
-    rest_api_id: String,
-    default_plan_id: String,
-}
-
-impl Stack {
-    async fn deploy(moto: &Moto) -> Self {
-        let requests = Requests::default();
-        let client = Client::from_conf(
-            moto.apigateway()
-                .config()
-                .to_builder()
-                .interceptor(requests.clone())
-                .build(),
-        );
-        let api = client
-            .create_rest_api()
-            .name(format!("agent-hosting-{}", uuid::Uuid::new_v4().simple()))
-            .send()
-            .await
-            .unwrap();
-        let rest_api_id = api.id.unwrap();
-        // A deployment needs a method (AWS and moto both refuse an empty API).
-        let root = client
-            .get_resources()
-            .rest_api_id(&rest_api_id)
-            .send()
-            .await
-            .unwrap()
-            .items
-            .unwrap()
-            .remove(0)
-            .id
-            .unwrap();
-        client
-            .put_method()
-            .rest_api_id(&rest_api_id)
-            .resource_id(&root)
-            .http_method("GET")
-            .authorization_type("NONE")
-            .send()
-            .await
-            .unwrap();
-        client
-            .put_integration()
-            .rest_api_id(&rest_api_id)
-            .resource_id(&root)
-            .http_method("GET")
-            .r#type(aws_sdk_apigateway::types::IntegrationType::Mock)
-            .send()
-            .await
-            .unwrap();
-        client
-            .create_deployment()
-            .rest_api_id(&rest_api_id)
-            .stage_name(STAGE)
-            .send()
-            .await
-            .unwrap();
-        let plan = client
-            .create_usage_plan()
-            .name("accounts")
-            .api_stages(
-                ApiStage::builder()
-                    .api_id(&rest_api_id)
-                    .stage(STAGE)
-                    .build(),
-            )
-            .throttle(
-                ThrottleSettings::builder()
-                    .rate_limit(10.0)
-                    .burst_limit(20)
-                    .build(),
-            )
-            .send()
-            .await
-            .unwrap();
-        Stack {
-            client,
-            requests,
-            rest_api_id,
-            default_plan_id: plan.id.unwrap(),
-        }
-    }
-
-    fn gateway(&self) -> Gateway {
-        Gateway::new(
-            self.client.clone(),
-            self.rest_api_id.clone(),
-            STAGE.to_owned(),
-            self.default_plan_id.clone(),
-        )
-    }
-
-    async fn plans_with_key(&self, key_id: &str) -> Vec<UsagePlan> {
-        self.client
-            .get_usage_plans()
-            .key_id(key_id)
-            .send()
-            .await
-            .unwrap()
-            .items
-            .unwrap_or_default()
-    }
-
-    /// The one plan the key is in (asserts it is exactly one).
-    async fn only_plan_of(&self, key_id: &str) -> UsagePlan {
-        let plans = self.plans_with_key(key_id).await;
-        assert_eq!(plans.len(), 1, "the key is in exactly one plan: {plans:?}");
-        plans.into_iter().next().unwrap()
-    }
-
-    async fn plan_names(&self) -> Vec<String> {
-        let plans = self.client.get_usage_plans().send().await.unwrap();
-        plans
-            .items()
-            .iter()
-            .filter_map(|plan| plan.name().map(str::to_owned))
-            .collect()
-    }
-}
 
 #[tokio::test]
 async fn an_account_gets_one_enabled_key_in_the_default_plan_with_the_value_the_authorizer_names() {
     let moto = Moto::start();
-    let stack = Stack::deploy(&moto).await;
+    let stack = Stack::deploy(moto.apigateway()).await;
     let store = TestStore::new().await;
     let gateway = stack.gateway();
     shared::account::ensure_account(&store.store, "acme", None)
@@ -205,24 +24,8 @@ async fn an_account_gets_one_enabled_key_in_the_default_plan_with_the_value_the_
 
     let state = gateway.ensure_account("acme").await.unwrap();
     assert_eq!(state.plan, Some(Plan::Default));
-    let key = stack
-        .client
-        .get_api_key()
-        .api_key(&state.key_id)
-        .include_value(true)
-        .send()
-        .await
-        .unwrap();
-    assert!(key.enabled, "a key the gateway accepts");
-    assert_eq!(
-        key.value.as_deref(),
-        Some(usage_plan_key_value(&stack.rest_api_id, "acme").as_str())
-    );
-    assert_eq!(key.customer_id.as_deref(), Some("acme"));
-    assert_eq!(
-        stack.only_plan_of(&state.key_id).await.id.as_deref(),
-        Some(stack.default_plan_id.as_str())
-    );
+    // Its one key, enabled, with the value the authorizer names, in the default plan alone.
+    assert_eq!(stack.assert_keyed("acme").await, state.key_id);
 
     // Again (create-account, issue-key run twice): the same key, no second one.
     assert_eq!(gateway.ensure_account("acme").await.unwrap(), state);
@@ -233,7 +36,7 @@ async fn an_account_gets_one_enabled_key_in_the_default_plan_with_the_value_the_
 #[tokio::test]
 async fn set_limits_gives_the_account_its_own_plan_and_reset_limits_takes_it_back() {
     let moto = Moto::start();
-    let stack = Stack::deploy(&moto).await;
+    let stack = Stack::deploy(moto.apigateway()).await;
     let store = TestStore::new().await;
     let gateway = stack.gateway();
     for account in ["acme", "bob"] {
@@ -329,7 +132,7 @@ async fn set_limits_gives_the_account_its_own_plan_and_reset_limits_takes_it_bac
 #[tokio::test]
 async fn an_account_with_agents_is_not_deleted_one_without_is_removed_everywhere() {
     let moto = Moto::start();
-    let stack = Stack::deploy(&moto).await;
+    let stack = Stack::deploy(moto.apigateway()).await;
     let store = TestStore::new().await;
     let gateway = stack.gateway();
 
@@ -415,7 +218,7 @@ async fn an_account_with_agents_is_not_deleted_one_without_is_removed_everywhere
 #[tokio::test]
 async fn sync_gateway_gives_every_account_made_without_the_gateway_its_key() {
     let moto = Moto::start();
-    let stack = Stack::deploy(&moto).await;
+    let stack = Stack::deploy(moto.apigateway()).await;
     let store = TestStore::new().await;
     let gateway = stack.gateway();
     for account in ["acme", "bob", "carol"] {

@@ -4,53 +4,16 @@
 //! for the key of the account it made (the asynchronous Invoke between them replaced by a direct
 //! call: the trigger's own tests check the Invoke).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use aws_sdk_apigateway::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_apigateway::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_apigateway::error::BoxError;
-
-use aws_sdk_apigateway::types::{ApiStage, IntegrationType, ThrottleSettings, UsagePlan};
 use gateway_keys::GatewayKeysError;
 use integration_tests::TestStore;
+use integration_tests::apigateway::{STAGE, Stack};
 use integration_tests::emulators::Moto;
 use people_signup::{GatewayKeyRequests, KeyRequestError};
 use serde_json::{Value, json};
 use shared::account::AccountStore;
-use shared::auth::usage_plan_key_value;
 use shared::gateway::{Gateway, Plan};
-
-const STAGE: &str = "dev";
-
-/// The requests a client sends (`METHOD /path`), to compare with the function's IAM grants.
-#[derive(Debug, Clone, Default)]
-struct Requests(Arc<Mutex<Vec<(String, String)>>>);
-
-impl Intercept for Requests {
-    fn name(&self) -> &'static str {
-        "Requests"
-    }
-
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let request = context.request();
-        let uri = request.uri();
-        let path = uri
-            .split("://")
-            .nth(1)
-            .and_then(|rest| rest.find('/').map(|at| &rest[at..]));
-        let path = path.unwrap_or(uri).split('?').next().unwrap_or_default();
-        self.0
-            .lock()
-            .unwrap()
-            .push((request.method().to_owned(), path.to_owned()));
-        Ok(())
-    }
-}
 
 /// The gateway-keys function's grants in template.yaml: (action, resource's path), the plan's
 /// id written `${AccountsUsagePlan}`.
@@ -74,152 +37,15 @@ fn granted() -> Vec<(String, String)> {
     granted
 }
 
-/// What template.yaml deploys: a REST API, its stage, and the default per-account plan.
-struct Stack {
-    client: aws_sdk_apigateway::Client,
-    requests: Requests,
-    rest_api_id: String,
-    default_plan_id: String,
-}
-
-impl Stack {
-    async fn deploy(moto: &Moto) -> Self {
-        let requests = Requests::default();
-        let client = shared::aws::apigateway_client(Some(&moto.endpoint)).unwrap();
-        let client = aws_sdk_apigateway::Client::from_conf(
-            client
-                .config()
-                .to_builder()
-                .interceptor(requests.clone())
-                .build(),
-        );
-        let rest_api_id = client
-            .create_rest_api()
-            .name(format!("agent-hosting-{}", uuid::Uuid::new_v4().simple()))
-            .send()
-            .await
-            .unwrap()
-            .id
-            .unwrap();
-        // A deployment needs a method (AWS and moto both refuse an empty API).
-        let root = client
-            .get_resources()
-            .rest_api_id(&rest_api_id)
-            .send()
-            .await
-            .unwrap()
-            .items
-            .unwrap()
-            .remove(0)
-            .id
-            .unwrap();
-        client
-            .put_method()
-            .rest_api_id(&rest_api_id)
-            .resource_id(&root)
-            .http_method("GET")
-            .authorization_type("NONE")
-            .send()
-            .await
-            .unwrap();
-        client
-            .put_integration()
-            .rest_api_id(&rest_api_id)
-            .resource_id(&root)
-            .http_method("GET")
-            .r#type(IntegrationType::Mock)
-            .send()
-            .await
-            .unwrap();
-        client
-            .create_deployment()
-            .rest_api_id(&rest_api_id)
-            .stage_name(STAGE)
-            .send()
-            .await
-            .unwrap();
-        let plan = client
-            .create_usage_plan()
-            .name("accounts")
-            .api_stages(
-                ApiStage::builder()
-                    .api_id(&rest_api_id)
-                    .stage(STAGE)
-                    .build(),
-            )
-            .throttle(
-                ThrottleSettings::builder()
-                    .rate_limit(10.0)
-                    .burst_limit(20)
-                    .build(),
-            )
-            .send()
-            .await
-            .unwrap();
-        Stack {
-            client,
-            requests,
-            rest_api_id,
-            default_plan_id: plan.id.unwrap(),
-        }
-    }
-
-    fn gateway(&self) -> Gateway {
-        Gateway::new(
-            self.client.clone(),
-            self.rest_api_id.clone(),
-            STAGE.to_owned(),
-            self.default_plan_id.clone(),
-        )
-    }
-
-    async fn keys(&self) -> Vec<aws_sdk_apigateway::types::ApiKey> {
-        self.client
-            .get_api_keys()
-            .include_values(true)
-            .send()
-            .await
-            .unwrap()
-            .items
-            .unwrap_or_default()
-    }
-
-    async fn plans_with_key(&self, key_id: &str) -> Vec<UsagePlan> {
-        self.client
-            .get_usage_plans()
-            .key_id(key_id)
-            .send()
-            .await
-            .unwrap()
-            .items
-            .unwrap_or_default()
-    }
-
-    /// Asserts the account has exactly one key, enabled, with the value the authorizer names,
-    /// in exactly one plan: the default.
-    async fn assert_keyed(&self, account_id: &str) {
-        let keys = self.keys().await;
-        let mine: Vec<_> = keys
-            .iter()
-            .filter(|key| key.customer_id() == Some(account_id))
-            .collect();
-        assert_eq!(mine.len(), 1, "one key of {account_id}: {keys:?}");
-        let key = mine[0];
-        assert!(key.enabled, "a key the gateway accepts");
-        assert_eq!(
-            key.value(),
-            Some(usage_plan_key_value(&self.rest_api_id, account_id).as_str())
-        );
-        let plans = self.plans_with_key(key.id().unwrap()).await;
-        assert_eq!(plans.len(), 1, "exactly one plan: {plans:?}");
-        assert_eq!(plans[0].id(), Some(self.default_plan_id.as_str()));
-    }
+/// moto's API Gateway as the stack deploys it, with a client built as the function builds it.
+async fn deploy(moto: &Moto) -> Stack {
+    Stack::deploy(shared::aws::apigateway_client(Some(&moto.endpoint)).unwrap()).await
 }
 
 #[tokio::test]
 async fn an_account_without_a_key_gets_one_in_the_default_plan_once_however_often_asked() {
     let moto = Moto::start();
-    let stack = Stack::deploy(&moto).await;
+    let stack = deploy(&moto).await;
     let store = TestStore::new().await;
     let gateway = stack.gateway();
     // The fixture `sam local invoke` sends (events/gateway-keys.json).
@@ -229,25 +55,26 @@ async fn an_account_without_a_key_gets_one_in_the_default_plan_once_however_ofte
         .await
         .unwrap();
 
-    stack.requests.0.lock().unwrap().clear();
+    stack.requests.take();
     let answer = gateway_keys::handle(&gateway, event.clone()).await.unwrap();
     // Every request the function sent is one its policy allows (template.yaml).
-    let sent = std::mem::take(&mut *stack.requests.0.lock().unwrap());
+    let sent = stack.requests.take();
     let granted = granted();
     let plan_keys = format!("/usageplans/{}/keys", stack.default_plan_id);
-    for (method, path) in &sent {
-        let path = if *path == plan_keys {
-            "/usageplans/${AccountsUsagePlan}/keys".to_owned()
+    for request in &sent {
+        let (method, path) = request.split_once(' ').expect("METHOD /path");
+        let path = if path == plan_keys {
+            "/usageplans/${AccountsUsagePlan}/keys"
         } else {
-            path.clone()
+            path
         };
         assert!(
-            granted.contains(&(format!("apigateway:{method}"), path.clone())),
+            granted.contains(&(format!("apigateway:{method}"), path.to_owned())),
             "{method} {path} is not granted: {granted:?}"
         );
     }
     assert!(
-        sent.iter().any(|(method, _)| method == "POST"),
+        sent.iter().any(|request| request.starts_with("POST ")),
         "the key was made: {sent:?}"
     );
     stack.assert_keyed(&account_id).await;
@@ -274,7 +101,7 @@ async fn two_requests_at_once_for_one_account_both_succeed_with_one_key_in_one_p
     // same moment: both find no key and both make it; API Gateway refuses the second
     // (ConflictException: the value is the account's own), which finds the first's.
     let moto = Moto::start();
-    let stack = Stack::deploy(&moto).await;
+    let stack = deploy(&moto).await;
     let gateway = stack.gateway();
     let account_id = format!("acct-{}", uuid::Uuid::new_v4().simple());
     let event = json!({ "account_id": account_id });
@@ -293,7 +120,7 @@ async fn two_requests_at_once_for_one_account_both_succeed_with_one_key_in_one_p
 #[tokio::test]
 async fn a_bad_event_is_an_error_and_makes_nothing() {
     let moto = Moto::start();
-    let stack = Stack::deploy(&moto).await;
+    let stack = deploy(&moto).await;
     let gateway = stack.gateway();
     for event in [
         json!(null),
@@ -355,7 +182,7 @@ impl GatewayKeyRequests for Direct<'_> {
 #[tokio::test]
 async fn a_person_who_signs_up_gets_an_account_and_its_gateway_key() {
     let moto = Moto::start();
-    let stack = Stack::deploy(&moto).await;
+    let stack = deploy(&moto).await;
     let store = TestStore::new().await;
     let gateway = stack.gateway();
     let keys = Direct {
