@@ -5,71 +5,21 @@
 //! deleting a plan that still has a stage), so the tests check that a key is in exactly one plan
 //! and, from the recorded requests, that the orderings AWS enforces are kept.
 
-use std::sync::{Arc, Mutex};
-
 use aws_sdk_apigateway::Client;
-use aws_sdk_apigateway::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_apigateway::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_apigateway::error::BoxError;
 use aws_sdk_apigateway::types::{ApiKey, ApiStage, IntegrationType, ThrottleSettings, UsagePlan};
 use shared::auth::usage_plan_key_value;
 use shared::gateway::Gateway;
+pub use shared::testing::requests::{Requests, SentRequest};
 
 /// The stage the tests' API is deployed to.
 pub const STAGE: &str = "dev";
-
-/// The requests a client sends, in order (`METHOD /path`, the query left out): how the tests see
-/// which requests were sent, and that the orderings AWS enforces and moto does not are kept.
-#[derive(Debug, Clone, Default)]
-pub struct Requests(Arc<Mutex<Vec<String>>>);
-
-impl Intercept for Requests {
-    fn name(&self) -> &'static str {
-        "Requests"
-    }
-
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let request = context.request();
-        let uri = request.uri();
-        let path = uri
-            .split("://")
-            .nth(1)
-            .and_then(|rest| rest.find('/').map(|at| &rest[at..]));
-        let path = path.unwrap_or(uri).split('?').next().unwrap_or_default();
-        self.0
-            .lock()
-            .unwrap()
-            .push(format!("{} {path}", request.method()));
-        Ok(())
-    }
-}
-
-impl Requests {
-    /// The requests sent since the last take, which are forgotten.
-    pub fn take(&self) -> Vec<String> {
-        std::mem::take(&mut self.0.lock().unwrap())
-    }
-
-    /// Asserts `first` is sent, and before `then`, which is sent too.
-    pub fn assert_before(sent: &[String], first: &str, then: &str) {
-        let at = |wanted: &str| {
-            sent.iter()
-                .position(|request| request == wanted)
-                .unwrap_or_else(|| panic!("{wanted} was not sent: {sent:#?}"))
-        };
-        assert!(at(first) < at(then), "{first} before {then}: {sent:#?}");
-    }
-}
 
 /// What template.yaml deploys: a REST API, its stage, and the default per-account plan, on moto.
 pub struct Stack {
     /// The client the stack was made with, recording its requests in `requests`.
     pub client: Client,
+    /// What `client` sends, in order (`METHOD /path`: the orderings AWS enforces and moto does
+    /// not).
     pub requests: Requests,
     pub rest_api_id: String,
     pub default_plan_id: String,

@@ -69,7 +69,7 @@ async fn set_limits_gives_the_account_its_own_plan_and_reset_limits_takes_it_bac
     assert_eq!(plan.api_stages()[0].stage(), Some(STAGE));
     // Out of the default plan before into its own: AWS refuses a key in two plans of a stage.
     Requests::assert_before(
-        &stack.requests.take(),
+        &stack.requests.take_lines(),
         &format!(
             "DELETE /usageplans/{}/keys/{}",
             stack.default_plan_id, acme_default.key_id
@@ -93,7 +93,7 @@ async fn set_limits_gives_the_account_its_own_plan_and_reset_limits_takes_it_bac
 
     stack.requests.take();
     let reset = gateway.reset_limits("acme").await.unwrap();
-    let sent = stack.requests.take();
+    let sent = stack.requests.take_lines();
     Requests::assert_before(
         &sent,
         &format!("DELETE /usageplans/{plan_id}/keys/{}", acme.key_id),
@@ -165,7 +165,7 @@ async fn an_account_with_agents_is_not_deleted_one_without_is_removed_everywhere
     let Some(Plan::Own { plan_id, .. }) = &bob_gateway.plan else {
         panic!("bob's own plan: {bob_gateway:?}");
     };
-    let sent = stack.requests.take();
+    let sent = stack.requests.take_lines();
     // The key leaves its plan before it is deleted; the plan loses its stage before it is.
     Requests::assert_before(
         &sent,

@@ -588,65 +588,16 @@ impl KeyStore for Faulty<'_> {
 mod lambda {
     //! The adapter's request as it leaves for Lambda (stopped before it is sent: no emulator
     //! needed to see what Lambda would be asked).
-    use std::sync::{Arc, Mutex};
-
-    use aws_sdk_lambda::config::interceptors::BeforeTransmitInterceptorContextRef;
-    use aws_sdk_lambda::config::{
-        BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RuntimeComponents,
-    };
-    use aws_sdk_lambda::error::BoxError;
+    use aws_sdk_lambda::config::{BehaviorVersion, Credentials, Region};
+    use shared::testing::requests::{Requests, SentRequest};
 
     use crate::GatewayKeyRequests;
     use crate::gateway_keys::LambdaGatewayKeys;
 
-    /// A request as Lambda would receive it.
-    #[derive(Debug, Clone)]
-    struct Request {
-        method: String,
-        path: String,
-        invocation_type: String,
-        body: String,
-    }
-
-    /// Each request; the request is then refused.
-    #[derive(Debug, Clone, Default)]
-    struct Sent(Arc<Mutex<Vec<Request>>>);
-
-    impl Intercept for Sent {
-        fn name(&self) -> &'static str {
-            "Sent"
-        }
-
-        fn read_before_transmit(
-            &self,
-            context: &BeforeTransmitInterceptorContextRef<'_>,
-            _: &RuntimeComponents,
-            _: &mut ConfigBag,
-        ) -> Result<(), BoxError> {
-            let request = context.request();
-            let uri = request.uri();
-            let path = uri
-                .split("://")
-                .nth(1)
-                .and_then(|rest| rest.find('/').map(|at| &rest[at..]));
-            self.0.lock().unwrap().push(Request {
-                method: request.method().to_owned(),
-                path: path.unwrap_or(uri).to_owned(),
-                invocation_type: request
-                    .headers()
-                    .get("x-amz-invocation-type")
-                    .unwrap_or_default()
-                    .to_owned(),
-                body: String::from_utf8_lossy(request.body().bytes().unwrap_or_default())
-                    .into_owned(),
-            });
-            Err("stopped before sending".into())
-        }
-    }
-
     #[tokio::test]
     async fn the_function_is_invoked_by_its_name_asynchronously_with_the_account_id() {
-        let sent = Sent::default();
+        // Each request recorded, then refused.
+        let sent = Requests::refusing();
         let config = aws_sdk_lambda::Config::builder()
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new("us-east-1"))
@@ -667,16 +618,17 @@ mod lambda {
             "a failure is an error, not a panic"
         );
 
-        let sent = sent.0.lock().unwrap().clone();
-        let Request {
-            method,
-            path,
-            invocation_type,
-            body,
+        let sent = sent.take();
+        let SentRequest {
+            method, path, body, ..
         } = &sent[0];
         assert_eq!(method, "POST");
         assert_eq!(path, "/2015-03-31/functions/stack-gateway-keys/invocations");
-        assert_eq!(invocation_type, "Event", "asynchronous: Lambda queues it");
+        assert_eq!(
+            sent[0].header("x-amz-invocation-type"),
+            Some("Event"),
+            "asynchronous: Lambda queues it"
+        );
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(body).unwrap(),
             serde_json::json!({"account_id": "acct-0123"})

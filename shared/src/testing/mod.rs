@@ -4,6 +4,8 @@
 
 pub mod data_keys;
 pub mod faults;
+/// The requests an AWS SDK client sends, recorded.
+pub mod requests;
 pub mod store_contract;
 
 use crate::agent::{AgentRecord, AgentStore, ConfigChanges, CreateOutcome};
