@@ -76,7 +76,7 @@ test:
 	@$(MAKE) --no-print-directory e2e
 
 e2e:
-	@scripts/timed.sh "e2e watch http sessions schemathesis people console-offline" scripts/e2e.sh watch http sessions schemathesis people console-offline
+	@scripts/timed.sh "e2e watch http sessions schemathesis people console" scripts/e2e.sh watch http sessions schemathesis people console
 	@scripts/timed.sh "e2e watch backlog" scripts/e2e.sh watch backlog
 	@scripts/timed.sh "e2e watch plaintext" scripts/e2e.sh watch plaintext
 	@scripts/timed.sh "e2e watch dataplane anchor-cli (Docker Engine)" scripts/e2e.sh watch dataplane anchor-cli

@@ -26,7 +26,7 @@
 # the stack's moto pool on the API and /v1/keys, keys refused there, expired and forged tokens),
 # console (console/e2e/: the console in Debian's chromium through playwright-core, against a fake
 # /v1 on the stack's moto, then issue 35's walk on the stack; screenshots in .local/e2e-console;
-# docs/console.md), console-offline (the first half alone). Nothing the stack starts outlives the run (scripts/stack.sh,
+# docs/console.md), console-offline (the first half alone, for working on the console). Nothing the stack starts outlives the run (scripts/stack.sh,
 # stack_contain).
 #
 # The data plane of the stack runs on the Docker Engine for the dataplane, anchor-cli and
@@ -168,8 +168,6 @@ schemathesis() {
 # console's own node_modules; the stack's variables say where the console, API and pool are.
 # First against a fake /v1 on the stack's moto (what only a fake can answer: a 400 to focus, a
 # TOTP set-up), then against the stack.
-# console-offline runs the first alone (make test, until the stack walk's intermittent failure
-# after the http suites is understood: docs/design/console.md section 10).
 console_suite() {
   [ -n "${STACK_CONSOLE_URL:-}" ] || { echo "the console suite needs the stack's console (STACK_CONSOLE_URL)" >&2; return 1; }
   scripts/local.sh chromium >/dev/null
