@@ -212,15 +212,18 @@ impl Gateway {
             Some(key) => key.id().unwrap_or_default().to_owned(),
             None => self.create_key(account_id).await?,
         };
-        if self.plans_with_key(&key_id).await?.is_empty() {
-            match self.add_key_to(&self.default_plan_id, &key_id).await {
-                Ok(()) | Err(AddKeyError::Conflict(_)) => {}
+        // What was read and done answers the call: no second read of the key and its plans.
+        let plan = match self.plans_with_key(&key_id).await?.first() {
+            Some(plan) => self.plan_of(plan),
+            None => match self.add_key_to(&self.default_plan_id, &key_id).await {
+                Ok(()) | Err(AddKeyError::Conflict(_)) => Plan::Default,
                 Err(AddKeyError::Failed(error)) => return Err(error),
-            }
-        }
-        self.describe(account_id)
-            .await?
-            .ok_or_else(|| GatewayError::Invalid(format!("the key of {account_id} vanished")))
+            },
+        };
+        Ok(AccountGateway {
+            key_id,
+            plan: Some(plan),
+        })
     }
 
     /// Makes the account's key; one made meanwhile by another caller (ConflictException) is
