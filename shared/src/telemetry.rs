@@ -16,25 +16,38 @@ pub fn init_as(json: bool) {
     let directives = std::env::var("AWS_LAMBDA_LOG_LEVEL")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_default();
-    let layer = tracing_subscriber::fmt::layer()
-        .with_target(false)
-        // CloudWatch adds its own timestamp.
-        .without_time();
     let registry = tracing_subscriber::registry().with(filters(&directives));
     // try_init: a second call (tests) is harmless.
     let _ = if json {
+        registry.with(json_lines(std::io::stdout)).try_init()
+    } else {
         registry
             .with(
-                layer
-                    .json()
-                    .flatten_event(true)
-                    .with_current_span(true)
-                    .with_span_list(false),
+                tracing_subscriber::fmt::layer()
+                    .with_target(false)
+                    .without_time()
+                    .with_ansi(false),
             )
             .try_init()
-    } else {
-        registry.with(layer.with_ansi(false)).try_init()
     };
+}
+
+/// The lines a function writes in Lambda, to `writer`: one JSON object an event, its fields at
+/// the top (`$.message`, `$.level`: what the template's metric filters read), with its current
+/// span; no target, and no time (CloudWatch adds its own).
+pub fn json_lines<S, W>(writer: W) -> impl Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt::layer()
+        .with_target(false)
+        .without_time()
+        .json()
+        .flatten_event(true)
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_writer(writer)
 }
 
 /// What a function logs: [`filter`] of `directives`, and never lambda_runtime's raw events ([`without_raw_events`]).

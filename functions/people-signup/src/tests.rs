@@ -7,6 +7,7 @@ use shared::account::{Account, AddedKey, AddedPerson, KeyLabel, KeySummary, NewA
 use shared::auth::{KeyHash, KeyRecord};
 use shared::error::StoreError;
 use shared::store::memory::MemoryStore;
+use shared::testing::logs::Logs;
 
 const SUB: &str = "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f";
 
@@ -399,71 +400,6 @@ async fn with_too_little_time_left_no_key_is_asked_for_it_is_logged_and_the_conf
             logs.all()
         );
     }
-}
-
-/// Every event logged on this thread while it lives (level and message): a subscriber of
-/// `tracing`'s own, as the function's would see them.
-struct Logs {
-    events: std::sync::Arc<std::sync::Mutex<Vec<(tracing::Level, String)>>>,
-    _guard: tracing::subscriber::DefaultGuard,
-}
-
-impl Logs {
-    fn capture() -> Self {
-        let events = std::sync::Arc::default();
-        let subscriber = Collector {
-            events: std::sync::Arc::clone(&events),
-        };
-        Logs {
-            events,
-            _guard: tracing::subscriber::set_default(subscriber),
-        }
-    }
-
-    fn all(&self) -> Vec<(tracing::Level, String)> {
-        self.events.lock().unwrap().clone()
-    }
-
-    fn at(&self, level: tracing::Level) -> Vec<String> {
-        self.all()
-            .into_iter()
-            .filter(|(at, _)| *at == level)
-            .map(|(_, message)| message)
-            .collect()
-    }
-}
-
-struct Collector {
-    events: std::sync::Arc<std::sync::Mutex<Vec<(tracing::Level, String)>>>,
-}
-
-impl tracing::Subscriber for Collector {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        struct Message(String);
-        impl tracing::field::Visit for Message {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.0 = format!("{value:?}");
-                }
-            }
-        }
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        self.events
-            .lock()
-            .unwrap()
-            .push((*event.metadata().level(), message.0));
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 /// The memory store, whose person writes fail (the store unreachable), or whose person reads

@@ -4,6 +4,8 @@
 
 pub mod data_keys;
 pub mod faults;
+/// What a function logs, as the JSON lines Lambda gets.
+pub mod logs;
 /// The requests an AWS SDK client sends, recorded.
 pub mod requests;
 pub mod store_contract;
