@@ -6,52 +6,24 @@
 
 mod moto_server;
 
-use std::sync::{Arc, Mutex};
-
-use aws_sdk_cloudwatchlogs::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_cloudwatchlogs::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_cloudwatchlogs::error::BoxError;
 use data_plane::ports::{LineBatch, Reports, SessionStatus};
 use data_plane::service::reports::{AwsReports, ReportSettings};
 use moto_server::MotoServer;
 use serde_json::Value;
 use shared::agent::{DeploymentError, DeploymentState, StatusReport};
+use shared::testing::requests::Requests;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 const BUS: &str = "agents";
 const GROUP: &str = "/agent-hosting/tiny-ferret-1/voice-bot";
 
-/// The number of events of each PutLogEvents call the client made.
-#[derive(Debug, Clone, Default)]
-struct PutLogEventsCalls(Arc<Mutex<Vec<usize>>>);
-
-impl Intercept for PutLogEventsCalls {
-    fn name(&self) -> &'static str {
-        "PutLogEventsCalls"
-    }
-
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let request = context.request();
-        if request.headers().get("x-amz-target") == Some("Logs_20140328.PutLogEvents") {
-            let body: Value = serde_json::from_slice(request.body().bytes().unwrap_or_default())?;
-            let events = body["logEvents"].as_array().map_or(0, Vec::len);
-            self.0.lock().unwrap().push(events);
-        }
-        Ok(())
-    }
-}
-
 struct Stack {
     moto: MotoServer,
     reports: AwsReports,
     settings: ReportSettings,
-    puts: PutLogEventsCalls,
+    /// What the reports' CloudWatch Logs client sent.
+    logs_requests: Requests,
 }
 
 /// moto with the agents bus and the ingest function; the reports on it, keeping lines
@@ -67,10 +39,10 @@ async fn stack(retention_days: u32) -> Stack {
         .await
         .unwrap();
     let ingest_function_arn = moto.lambda_function("ingest-logs");
-    let puts = PutLogEventsCalls::default();
+    let logs_requests = Requests::default();
     let logs = aws_sdk_cloudwatchlogs::Client::from_conf(
         aws_sdk_cloudwatchlogs::config::Builder::from(&config)
-            .interceptor(puts.clone())
+            .interceptor(logs_requests.clone())
             .build(),
     );
     let settings = ReportSettings {
@@ -82,11 +54,24 @@ async fn stack(retention_days: u32) -> Stack {
         reports: AwsReports::new(eventbridge, logs, settings.clone()),
         moto,
         settings,
-        puts,
+        logs_requests,
     }
 }
 
 impl Stack {
+    /// The number of events of each PutLogEvents call the reports made since the last look.
+    fn put_log_events_calls(&self) -> Vec<usize> {
+        self.logs_requests
+            .take()
+            .iter()
+            .filter(|sent| sent.header("x-amz-target") == Some("Logs_20140328.PutLogEvents"))
+            .map(|sent| {
+                let body: Value = serde_json::from_str(&sent.body).unwrap();
+                body["logEvents"].as_array().map_or(0, Vec::len)
+            })
+            .collect()
+    }
+
     /// The reports of a data plane started again (the service's task replaced): nothing
     /// ensured yet in its process.
     fn restarted(&self) -> AwsReports {
@@ -372,7 +357,7 @@ async fn a_second_batch_to_the_same_stream_lands_after_the_first() {
     let mut both = messages(&first);
     both.extend(messages(&second));
     assert_eq!(stack.stream_messages("dep-1/sess-1").await, both);
-    assert_eq!(*stack.puts.0.lock().unwrap(), vec![2, 2]);
+    assert_eq!(stack.put_log_events_calls(), vec![2, 2]);
 }
 
 #[tokio::test]
@@ -391,7 +376,7 @@ async fn a_batch_beyond_ten_thousand_lines_is_split_into_calls_putlogevents_take
     let stack = stack(30).await;
     let lines = batch(Some("sess-1"), 0, 10_001);
     stack.reports.lines(lines.clone()).await;
-    assert_eq!(*stack.puts.0.lock().unwrap(), vec![10_000, 1]);
+    assert_eq!(stack.put_log_events_calls(), vec![10_000, 1]);
     assert_eq!(
         stack.stream_messages("dep-1/sess-1").await,
         messages(&lines)
