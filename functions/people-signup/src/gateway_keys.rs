@@ -25,20 +25,10 @@ pub struct LambdaGatewayKeys {
 }
 
 impl LambdaGatewayKeys {
+    /// Each Invoke's bounds are its own (`request`'s timeout), set on the call.
     pub fn new(client: aws_sdk_lambda::Client, function_name: String) -> Self {
-        let config = client
-            .config()
-            .to_builder()
-            .timeout_config(
-                TimeoutConfig::builder()
-                    .connect_timeout(shared::aws::CONNECT_TIMEOUT)
-                    .operation_attempt_timeout(INVOKE_ATTEMPT_TIMEOUT)
-                    .operation_timeout(crate::INVOKE_TIMEOUT)
-                    .build(),
-            )
-            .build();
         LambdaGatewayKeys {
-            client: aws_sdk_lambda::Client::from_conf(config),
+            client,
             function_name,
         }
     }
