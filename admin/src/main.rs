@@ -18,7 +18,10 @@ use agent_hosting_admin::people;
 use clap::{Parser, Subcommand};
 use shared::account::{self, AccountError, AccountStore};
 use shared::auth::{ApiKey, KeyKind};
-use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE, DYNAMODB_ENDPOINT, LOGS_TABLE, TableNames};
+use shared::config::{
+    ACCOUNTS_TABLE, ACCOUNTS_USAGE_PLAN_ID, AGENTS_TABLE, API_STAGE, APIGATEWAY_ENDPOINT,
+    DYNAMODB_ENDPOINT, LOGS_TABLE, REST_API_ID, TableNames,
+};
 use shared::store::dynamodb::DynamoStore;
 use shared::store::tables;
 
@@ -39,16 +42,16 @@ struct Cli {
     logs_table: String,
     /// The stack's REST API (its RestApiId output): with --api-stage and --accounts-usage-plan,
     /// accounts get their gateway key and limits.
-    #[arg(long, env = "REST_API_ID", global = true)]
+    #[arg(long, env = REST_API_ID, global = true)]
     rest_api_id: Option<String>,
     /// The REST API's stage (the stack's ApiStage output).
-    #[arg(long, env = "API_STAGE", global = true)]
+    #[arg(long, env = API_STAGE, global = true)]
     api_stage: Option<String>,
     /// The default per-account usage plan (the stack's AccountsUsagePlanId output).
-    #[arg(long, env = "ACCOUNTS_USAGE_PLAN_ID", global = true)]
+    #[arg(long, env = ACCOUNTS_USAGE_PLAN_ID, global = true)]
     accounts_usage_plan: Option<String>,
     /// An API Gateway endpoint other than AWS's (an emulator).
-    #[arg(long, env = "APIGATEWAY_ENDPOINT", global = true)]
+    #[arg(long, env = APIGATEWAY_ENDPOINT, global = true)]
     apigateway_endpoint: Option<String>,
     /// The stack's user pool (its PeoplePoolId output), for the people commands.
     #[arg(long, env = "PEOPLE_POOL_ID", global = true)]
