@@ -211,6 +211,48 @@ async fn each_keeps_its_own_data(a: &Run, key_a: &str, b: &Run, key_b: &str) -> 
     broken
 }
 
+/// `make run` serves the console at `/console/` with the stack's `config.json` (its pool's
+/// client) and prints where, with the person to sign in as. Answers what broke.
+async fn serves_its_console(run: &Run) -> Vec<String> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let console = format!("http://127.0.0.1:{}/console/", run.port);
+    let mut broken = Vec::new();
+    let printed = run.printed();
+    if !printed
+        .lines()
+        .any(|line| line.contains(&console) && line.contains("dev@example.com"))
+    {
+        broken.push(format!(
+            "PORT={} printed no console line naming {console} and dev@example.com:\n{printed}",
+            run.port
+        ));
+    }
+    let page = http.get(&console).send().await.unwrap();
+    let status = page.status().as_u16();
+    let html = page.text().await.unwrap_or_default();
+    if status != 200 || !html.contains("id=\"main\"") {
+        broken.push(format!(
+            "GET {console}: {status}, not the console's page: {html:.200}"
+        ));
+    }
+    let config = http
+        .get(format!("{console}config.json"))
+        .send()
+        .await
+        .unwrap();
+    let status = config.status().as_u16();
+    let config: Value = config.json().await.unwrap_or_default();
+    if status != 200 || !config["clientId"].as_str().is_some_and(|id| !id.is_empty()) {
+        broken.push(format!(
+            "GET {console}config.json: {status}, no pool client: {config}"
+        ));
+    }
+    broken
+}
+
 /// One more `make run` on the `PORT` of the stack whose processes are `holder` refuses within
 /// [`REFUSAL`], naming that stack's port and one of its PIDs. Answers what broke.
 fn another_on_its_port_refuses(port: u16, holder: &[Process]) -> Option<String> {
@@ -363,6 +405,7 @@ async fn two_make_runs_in_one_checkout_keep_their_own_data_and_leave_nothing_whe
     println!("two make runs serving after {took:.1} s");
 
     let mut broken = each_keeps_its_own_data(&a, &key_a, &b, &key_b).await;
+    broken.extend(serves_its_console(&a).await);
     let tree_a = serving_tree(&a);
     broken.extend(another_on_its_port_refuses(port_a, &tree_a));
     broken.extend(killed_hard_leaves_nothing(&a, &tree_a));
