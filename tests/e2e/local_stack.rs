@@ -245,7 +245,7 @@ async fn serves_its_console(run: &Run) -> Vec<String> {
         .unwrap();
     let status = config.status().as_u16();
     let config: Value = config.json().await.unwrap_or_default();
-    if status != 200 || !config["clientId"].as_str().is_some_and(|id| !id.is_empty()) {
+    if status != 200 || config["clientId"].as_str().is_none_or(str::is_empty) {
         broken.push(format!(
             "GET {console}config.json: {status}, no pool client: {config}"
         ));
