@@ -134,6 +134,9 @@ impl EndState {
             (SessionState::Ended, Some(completion::TERMINATED | completion::AGENT_DELETED)) => {
                 EndState::Terminated
             }
+            // The data plane ends a session `agentError` when its replica answered `/bot` with
+            // an error, broke the connection or died: the agent's error, not a completion.
+            (SessionState::Ended, Some(completion::AGENT_ERROR)) => EndState::AgentError,
             (SessionState::Ended, _) => EndState::Completed,
         }
     }
@@ -246,5 +249,10 @@ mod tests {
             EndState::AgentStartTimeout
         );
         assert_eq!(ended(SessionState::Failed, "crashed"), EndState::AgentError);
+        assert_eq!(
+            ended(SessionState::Ended, completion::AGENT_ERROR),
+            EndState::AgentError,
+            "a session the data plane ended agentError (its /bot failed, its replica died)"
+        );
     }
 }
