@@ -169,6 +169,7 @@ impl Harness for OnEcs {
             readiness_timeout: Duration::from_secs(10),
             backoff_first: Duration::from_millis(50),
             backoff_most: Duration::from_millis(400),
+            stable_after: Duration::from_secs(60),
             stop_grace: Duration::from_secs(1),
         }
     }

@@ -116,6 +116,7 @@ impl<E: OnFake> Harness for Fake<E> {
             readiness_timeout: Duration::from_secs(10),
             backoff_first: Duration::from_millis(50),
             backoff_most: Duration::from_millis(400),
+            stable_after: Duration::from_secs(60),
             stop_grace: Duration::from_secs(1),
         }
     }

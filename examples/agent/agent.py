@@ -15,6 +15,8 @@ The contract, as the anchor's base image serves it:
 Test knobs, the same as the data plane's FakeEngine's (so one scenario runs on both engines):
   - env EXAMPLE_READY_AFTER_SECONDS (default 0.3): /readyz answers 503 until then.
   - env EXAMPLE_EXIT_AT_START (an integer): exit with that code at start (a crash loop).
+  - env EXAMPLE_EXIT_AFTER_READY (an integer): exit with that code one second after it is ready
+    (a crash loop of a replica that answers /readyz first).
   - POST /bot body members: durationSeconds (default 5, at most 600) to hold the request, then:
     exitCode (exit with it, no answer), allocateMiB (allocate that much, then hold 5 s more),
     status (answer with it instead of 200). Unknown members are ignored.
@@ -149,9 +151,20 @@ class Agent(BaseHTTPRequestHandler):
         pass
 
 
+EXIT_AFTER_READY_SECONDS = 1.0
+
+
 def become_ready():
     ready.set()
     log("ready")
+    exit_after_ready = os.environ.get("EXAMPLE_EXIT_AFTER_READY")
+    if exit_after_ready:
+        threading.Timer(EXIT_AFTER_READY_SECONDS, exit_ready, [int(exit_after_ready)]).start()
+
+
+def exit_ready(code):
+    log(f"exiting with code {code} after it was ready", level="ERROR")
+    os._exit(code)
 
 
 def stop(signum, frame):

@@ -164,6 +164,10 @@ impl Deployments {
         self.by_id.keys().cloned().collect()
     }
 
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut Deployment)> {
+        self.by_id.iter_mut()
+    }
+
     /// Forgets every deployment of the agent, for good; their ids.
     pub fn retire_agent(&mut self, agent: &AgentRef) -> Vec<String> {
         let ids: Vec<String> = self
@@ -296,7 +300,11 @@ mod tests {
         assert_eq!(deployments.role("two"), Role::Active);
         assert_eq!(deployments.role("one"), Role::Serving);
         assert!(deployments.drained().is_empty(), "still serving");
-        deployments.get_mut("two").unwrap().health.ready();
+        deployments
+            .get_mut("two")
+            .unwrap()
+            .health
+            .ready(Instant::now());
         assert_eq!(deployments.role("one"), Role::Draining);
         assert_eq!(deployments.role("unknown"), Role::Gone);
         assert_eq!(deployments.drained(), ["one"]);

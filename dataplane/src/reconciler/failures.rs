@@ -1,12 +1,17 @@
-//! Replicas that fail before they are ready (contract section 12, "Readiness and health"): the
-//! backoff before the next start, when a deployment is reported `failed`, the error the
-//! customer reads, within section 7's 1 KiB, and the figures every report carries
-//! (`restartCount`, `replicasStarted`, `lastExitCode`: the agent's `currentRevision.health`).
+//! Replicas that fail (contract section 12, "Readiness and health"), before they are ready or
+//! after it while idle: the backoff before the next start, when a deployment is reported
+//! `failed`, the error the customer reads, within section 7's 1 KiB, and the figures every
+//! report carries (`restartCount`, `replicasStarted`, `lastExitCode`: the agent's
+//! `currentRevision.health`).
+//!
+//! A replica that becomes ready does not end the failures in a row: one that stays up
+//! [`Config::stable_after`](super::Config) does. So an agent that answers `/readyz` and then
+//! exits is a crash loop, backed off and reported as one that exits before it.
 
 use std::time::{Duration, Instant};
 
-use shared::agent::DeploymentError;
 use shared::agent::status::MAX_ERROR_MESSAGE_BYTES;
+use shared::agent::{DeploymentError, DeploymentState};
 
 /// Failures in a row that report a deployment `failed` (a pull failure reports at once).
 pub const FAILURES_REPORTED: u32 = 3;
@@ -15,17 +20,37 @@ pub const FAILURES_REPORTED: u32 = 3;
 /// give such a container, and what the anchor's CLI shows for one.
 pub const OOM_EXIT_CODE: i32 = 137;
 
-/// Why a replica did not become ready.
+/// Where a replica was in its life when it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Before `/readyz` answered 200.
+    Starting,
+    /// Ready, holding no session.
+    Idle,
+}
+
+impl Stage {
+    fn words(self) -> &'static str {
+        match self {
+            Stage::Starting => "before it was ready",
+            Stage::Idle => "after it was ready, holding no session",
+        }
+    }
+}
+
+/// Why a replica failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
-    /// Its process exited (or the engine lost it) before `/readyz` answered 200.
+    /// Its process exited (or the engine lost it).
     Crashed {
+        stage: Stage,
         /// The exit code; `None` when the engine lost it.
         code: Option<i64>,
         /// The last lines it wrote.
         last_lines: Vec<String>,
     },
     OomKilled {
+        stage: Stage,
         memory_mib: u32,
     },
     ReadinessTimeout {
@@ -59,20 +84,26 @@ impl Failure {
     /// The error reported after `failures` failures in a row.
     pub fn error(&self, failures: u32) -> DeploymentError {
         let message = match self {
-            Failure::Crashed { code, last_lines } => {
+            Failure::Crashed {
+                stage,
+                code,
+                last_lines,
+            } => {
                 let exit = match code {
                     Some(code) => format!("the container exited with code {code}"),
                     None => "the container was lost by the engine".to_owned(),
                 };
                 let head = format!(
-                    "{exit} before it was ready; restarted {} times; last lines:\n",
+                    "{exit} {}; restarted {} times; last lines:\n",
+                    stage.words(),
                     failures.saturating_sub(1)
                 );
                 fit_tail(&head, &last_lines.join("\n"))
             }
-            Failure::OomKilled { memory_mib } => format!(
+            Failure::OomKilled { stage, memory_mib } => format!(
                 "the container was killed for using more than its profile's memory \
-                 ({memory_mib} MiB) before it was ready"
+                 ({memory_mib} MiB) {}",
+                stage.words()
             ),
             Failure::ReadinessTimeout { after } => {
                 format!("GET /readyz did not answer 200 within {after:?} of the container's start")
@@ -118,6 +149,11 @@ pub struct Health {
     started: u32,
     /// The exit code of the last of the failures in a row that had one.
     last_exit_code: Option<i32>,
+    /// When a replica became ready since the last failure: once it has stayed up long enough
+    /// ([`Health::settle`]) the failures in a row end.
+    ready_since: Option<Instant>,
+    /// The error of the `failed` report, once made (it carries the crash's last lines).
+    error: Option<DeploymentError>,
 }
 
 impl Default for Health {
@@ -128,6 +164,8 @@ impl Default for Health {
             reported: Reported::Nothing,
             started: 0,
             last_exit_code: None,
+            ready_since: None,
+            error: None,
         }
     }
 }
@@ -136,13 +174,13 @@ impl Default for Health {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Figures {
     /// Replicas started again after a failure in a row: the failures less the first (the
-    /// "restarted N times" of a crash loop's message); 0 once a replica is ready.
+    /// "restarted N times" of a crash loop's message); 0 once a replica has stayed up.
     pub restart_count: u32,
     /// Replicas of the deployment the engine has started, ready or not, since this data plane
     /// took the deployment.
     pub replicas_started: u32,
     /// The last failure's exit code in the failures in a row (137 for a kill for memory);
-    /// `None` once a replica is ready, or when no failure had one.
+    /// `None` once a replica has stayed up, or when no failure had one.
     pub last_exit_code: Option<i32>,
 }
 
@@ -169,6 +207,7 @@ impl Health {
         most: Duration,
     ) -> Option<u32> {
         self.failures = self.failures.saturating_add(1);
+        self.ready_since = None;
         self.next_start = Some(now + backoff(self.failures, first, most));
         if let Some(code) = failure.exit_code() {
             self.last_exit_code = Some(code);
@@ -179,14 +218,59 @@ impl Health {
             return None;
         }
         self.reported = Reported::Failed;
+        self.error = None;
         Some(self.failures)
     }
 
-    /// A replica became ready: the count and backoff reset; true when that is news to report.
-    pub fn ready(&mut self) -> bool {
+    /// The error the `failed` report [`Health::failed`] asked for carries.
+    pub fn failed_with(&mut self, error: DeploymentError) {
+        if self.reported == Reported::Failed {
+            self.error = Some(error);
+        }
+    }
+
+    /// The state and error last reported, to report again with new figures; `None` while a
+    /// `failed` report's error is still being made (that report carries the figures).
+    pub fn last_reported(&self) -> Option<(DeploymentState, Option<DeploymentError>)> {
+        match self.reported {
+            Reported::Nothing => Some((DeploymentState::Pending, None)),
+            Reported::Ready => Some((DeploymentState::Ready, None)),
+            Reported::Failed => {
+                (self.error.clone()).map(|error| (DeploymentState::Failed, Some(error)))
+            }
+        }
+    }
+
+    /// A replica became ready at `now`; true when that is news to report: the deployment's
+    /// first. After a `failed` report it is news only once a replica has stayed up
+    /// ([`Health::settle`]): a replica that is ready for a moment between crashes has not
+    /// recovered the deployment.
+    pub fn ready(&mut self, now: Instant) -> bool {
+        self.ready_since.get_or_insert(now);
+        if self.failures == 0 || self.reported == Reported::Nothing {
+            let news = self.reported != Reported::Ready;
+            self.reported = Reported::Ready;
+            self.error = None;
+            return news;
+        }
+        false
+    }
+
+    /// At `now`: once a replica that became ready has stayed up for `stable` with no failure
+    /// since, the failures in a row end (count, backoff and exit code); true when the
+    /// deployment is then news to report `ready` (it was reported `failed`).
+    pub fn settle(&mut self, now: Instant, stable: Duration) -> bool {
+        let Some(since) = self.ready_since else {
+            return false;
+        };
+        if now.saturating_duration_since(since) < stable {
+            return false;
+        }
+        self.ready_since = None;
         self.failures = 0;
         self.next_start = None;
         self.last_exit_code = None;
+        self.error = None;
         let news = self.reported != Reported::Ready;
         self.reported = Reported::Ready;
         news
@@ -218,10 +302,21 @@ mod tests {
     const FIRST: Duration = Duration::from_secs(1);
     const MOST: Duration = Duration::from_secs(60);
 
+    const STABLE: Duration = Duration::from_secs(60);
+
     fn crash(code: i64) -> Failure {
         Failure::Crashed {
+            stage: Stage::Starting,
             code: Some(code),
             last_lines: vec!["starting".into(), "Traceback: boom".into()],
+        }
+    }
+
+    fn idle_crash(code: i64) -> Failure {
+        Failure::Crashed {
+            stage: Stage::Idle,
+            code: Some(code),
+            last_lines: vec!["ready".into(), "Traceback: boom".into()],
         }
     }
 
@@ -245,6 +340,11 @@ mod tests {
         assert!(error.message.contains("code 3"), "{}", error.message);
         assert!(
             error.message.contains("restarted 2 times"),
+            "{}",
+            error.message
+        );
+        assert!(
+            error.message.contains("before it was ready"),
             "{}",
             error.message
         );
@@ -281,12 +381,22 @@ mod tests {
             MOST,
         );
         assert_eq!(health.figures().last_exit_code, Some(3));
-        health.failed(&Failure::OomKilled { memory_mib: 1024 }, now, FIRST, MOST);
+        let oom = Failure::OomKilled {
+            stage: Stage::Starting,
+            memory_mib: 1024,
+        };
+        health.failed(&oom, now, FIRST, MOST);
         assert_eq!(health.figures().last_exit_code, Some(OOM_EXIT_CODE));
         assert_eq!(health.figures().restart_count, 4);
-        // A ready replica ends the failures in a row; the replicas started stay counted.
+        // A replica that stays up ends the failures in a row; the replicas started stay counted.
         health.started();
-        health.ready();
+        health.ready(now);
+        assert_eq!(
+            health.figures().restart_count,
+            4,
+            "ready is not yet up for long"
+        );
+        health.settle(now + STABLE, STABLE);
         assert_eq!(
             health.figures(),
             Figures {
@@ -307,6 +417,7 @@ mod tests {
             "no process exits with it"
         );
         let lost = Failure::Crashed {
+            stage: Stage::Idle,
             code: None,
             last_lines: Vec::new(),
         };
@@ -332,23 +443,77 @@ mod tests {
     }
 
     #[test]
-    fn a_ready_replica_resets_the_count_and_reports_ready_again() {
+    fn a_deployments_first_ready_replica_is_news_at_once() {
+        let (mut health, now) = (Health::default(), Instant::now());
+        assert!(health.ready(now));
+        assert!(health.has_been_ready());
+        assert!(!health.ready(now), "a second ready replica is no news");
+    }
+
+    #[test]
+    fn a_replica_that_stays_up_ends_the_failures_and_reports_ready_again() {
         let (mut health, now) = (Health::default(), Instant::now());
         for _ in 0..3 {
             health.failed(&crash(1), now, FIRST, MOST);
         }
-        assert!(health.ready());
-        assert!(!health.ready());
+        assert!(
+            !health.ready(now),
+            "ready for a moment after a failed report"
+        );
+        assert!(
+            !health.settle(now + STABLE / 2, STABLE),
+            "not up for long yet"
+        );
+        assert!(!health.may_start(now), "the backoff still holds");
+        assert!(
+            health.settle(now + STABLE, STABLE),
+            "recovered: ready again"
+        );
+        assert!(!health.settle(now + STABLE * 2, STABLE), "said once");
         assert!(health.may_start(now));
+        assert_eq!(health.figures().restart_count, 0);
         assert_eq!(health.failed(&crash(1), now, FIRST, MOST), None);
         assert_eq!(health.failed(&crash(1), now, FIRST, MOST), None);
         assert!(health.failed(&crash(1), now, FIRST, MOST).is_some());
     }
 
     #[test]
+    fn a_crash_after_readiness_counts_as_one_before_it_and_backs_off() {
+        let (mut health, mut now) = (Health::default(), Instant::now());
+        let mut reported = None;
+        for round in 1..=3u32 {
+            // Ready, then it exits a second later: no reset in between.
+            health.ready(now);
+            now += Duration::from_secs(1);
+            reported = health.failed(&idle_crash(3), now, FIRST, MOST);
+            assert_eq!(
+                health.next_start,
+                Some(now + backoff(round, FIRST, MOST)),
+                "round {round}: backed off"
+            );
+            now = health.next_start.unwrap();
+        }
+        let failures = reported.expect("the third crash in a row reports failed");
+        let error = idle_crash(3).error(failures);
+        assert_eq!(error.code, "CRASH_LOOP");
+        assert!(
+            error.message.contains("after it was ready") && error.message.contains("code 3"),
+            "{}",
+            error.message
+        );
+        assert_eq!(health.figures().restart_count, 2);
+        assert_eq!(health.figures().last_exit_code, Some(3));
+        // A ready moment between crashes does not report it ready again.
+        assert!(!health.ready(now));
+        assert!(health.failed(&idle_crash(3), now, FIRST, MOST).is_none());
+        assert_eq!(health.figures().restart_count, 3);
+    }
+
+    #[test]
     fn a_crash_loops_message_keeps_the_last_lines_within_one_kib() {
         let lines: Vec<String> = (0..200).map(|n| format!("línea {n}")).collect();
         let failure = Failure::Crashed {
+            stage: Stage::Starting,
             code: Some(137),
             last_lines: lines,
         };
@@ -364,7 +529,11 @@ mod tests {
 
     #[test]
     fn oom_and_readiness_timeout_say_what_the_customer_can_act_on() {
-        let oom = Failure::OomKilled { memory_mib: 1024 }.error(3);
+        let oom = Failure::OomKilled {
+            stage: Stage::Starting,
+            memory_mib: 1024,
+        }
+        .error(3);
         assert_eq!(oom.code, "OOM_KILLED");
         assert!(oom.message.contains("1024 MiB"));
         let timeout = Failure::ReadinessTimeout {

@@ -52,6 +52,9 @@ pub struct Config {
     /// The backoff after a first failure, doubling up to `backoff_most`.
     pub backoff_first: Duration,
     pub backoff_most: Duration,
+    /// How long a ready replica stays up before its deployment's failures in a row end (a
+    /// replica ready for a moment between crashes is still a crash loop).
+    pub stable_after: Duration,
     /// Between SIGTERM and SIGKILL when a replica is stopped.
     pub stop_grace: Duration,
 }
@@ -65,6 +68,7 @@ impl Config {
             readiness_timeout: Duration::from_secs(120),
             backoff_first: Duration::from_secs(1),
             backoff_most: Duration::from_secs(60),
+            stable_after: Duration::from_secs(60),
             stop_grace: STOP_GRACE,
         }
     }
@@ -282,6 +286,22 @@ where
     }
 
     /// Sends a deployment's report with its ready replicas and sessions as they are now.
+    /// Reports the deployment as last reported, with its figures now: a replica started
+    /// changes `replicasStarted` between changes of state.
+    async fn report_figures(&self, deployment_id: &str) {
+        let last = {
+            let state = self.lock();
+            (state.deployments.get(deployment_id)).and_then(|deployment| {
+                let (state, error) = deployment.health.last_reported()?;
+                Some((deployment.agent.clone(), state, error))
+            })
+        };
+        if let Some((agent, state, error)) = last {
+            self.report_deployment(&agent, deployment_id, state, error)
+                .await;
+        }
+    }
+
     async fn report_deployment(
         &self,
         agent: &AgentRef,

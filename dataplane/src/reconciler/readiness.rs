@@ -161,13 +161,34 @@ where
                 let deployment_id = replica.labels.deployment_id.clone();
                 tracing::info!(replica = %id, %deployment_id, "a replica is ready");
                 if let Some(deployment) = state.deployments.get_mut(&deployment_id)
-                    && deployment.health.ready()
+                    && deployment.health.ready(Instant::now())
                 {
                     news.push((deployment.agent.clone(), deployment_id));
                 }
             }
         }
         for (agent, deployment_id) in news {
+            self.report_deployment(&agent, &deployment_id, DeploymentState::Ready, None)
+                .await;
+        }
+    }
+
+    /// Deployments whose ready replica has stayed up [`Config::stable_after`](super::Config)
+    /// with no failure since: their failures in a row end, and one reported `failed` has
+    /// recovered and is reported `ready`.
+    pub(super) async fn settle_health(&self) {
+        let now = Instant::now();
+        let recovered: Vec<_> = {
+            let mut state = self.lock();
+            (state.deployments.iter_mut())
+                .filter_map(|(id, deployment)| {
+                    let news = deployment.health.settle(now, self.config.stable_after);
+                    news.then(|| (deployment.agent.clone(), id.clone()))
+                })
+                .collect()
+        };
+        for (agent, deployment_id) in recovered {
+            tracing::info!(%deployment_id, "a replica stayed up: the deployment recovered");
             self.report_deployment(&agent, &deployment_id, DeploymentState::Ready, None)
                 .await;
         }

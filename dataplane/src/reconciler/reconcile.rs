@@ -11,7 +11,7 @@ use shared::secrets::store::{DataKeyOpener, SecretStore};
 
 use super::DataPlane;
 use super::adoption::Adoption;
-use super::failures::Failure;
+use super::failures::{Failure, Stage};
 use super::plan::{Bounds, Role, decide, decide_agent};
 use super::state::{Phase, Replica};
 use crate::engine::{Engine, RunError};
@@ -60,6 +60,7 @@ where
         // Before the plans: a replica adopted idle counts in the reserve, not beside it.
         self.adopt(adoptions).await;
         self.poll_readiness().await;
+        self.settle_health().await;
         self.claim_waiting().await;
         self.apply_plans();
         // After the plans: what they stop is retired once a later listing no longer shows it.
@@ -217,38 +218,45 @@ where
         }))
     }
 
-    /// What a replica's exit means: a failure before ready, an idle one to replace, or a
-    /// session's end.
+    /// What a replica's exit means: a failure (before it was ready, or idle after it), or a
+    /// session's end. An idle replica never exits on its own: its exit is a crash, counted
+    /// toward `CRASH_LOOP` as one before readiness is.
     async fn exited(self: &Arc<Self>, exit: Exit) {
         tracing::info!(replica = %exit.id, deployment_id = %exit.labels.deployment_id, reason = %exit.reason, phase = ?exit.phase, "a replica exited");
-        match exit.phase {
-            Phase::Starting { .. } => {
-                let failure = match exit.reason {
-                    ExitReason::Exited { code } => Failure::Crashed {
-                        code: Some(code),
-                        last_lines: Vec::new(),
-                    },
-                    ExitReason::OomKilled => Failure::OomKilled {
-                        memory_mib: self.memory_mib(&exit.labels.deployment_id),
-                    },
-                    ExitReason::Lost => Failure::Crashed {
-                        code: None,
-                        last_lines: Vec::new(),
-                    },
-                    // Found after `run` returned (ECS): reported at once, as `run`'s own.
-                    ExitReason::PullFailed { message } => Failure::PullFailed { message },
-                };
-                // Stopped once its last lines are read.
-                self.replica_failed(Some(exit.id), &exit.labels, failure);
-                return;
-            }
+        let stage = match exit.phase {
+            Phase::Starting { .. } => Stage::Starting,
+            Phase::Idle => Stage::Idle,
             Phase::Held { session_id } => {
                 self.session_exited(&session_id, &exit.labels, &exit.reason)
                     .await;
+                self.stop_replica(exit.id);
+                return;
             }
-            Phase::Idle | Phase::Stopping | Phase::Adopting => {}
-        }
-        self.stop_replica(exit.id);
+            Phase::Stopping | Phase::Adopting => {
+                self.stop_replica(exit.id);
+                return;
+            }
+        };
+        let failure = match exit.reason {
+            ExitReason::Exited { code } => Failure::Crashed {
+                stage,
+                code: Some(code),
+                last_lines: Vec::new(),
+            },
+            ExitReason::OomKilled => Failure::OomKilled {
+                stage,
+                memory_mib: self.memory_mib(&exit.labels.deployment_id),
+            },
+            ExitReason::Lost => Failure::Crashed {
+                stage,
+                code: None,
+                last_lines: Vec::new(),
+            },
+            // Found after `run` returned (ECS): reported at once, as `run`'s own.
+            ExitReason::PullFailed { message } => Failure::PullFailed { message },
+        };
+        // Stopped once its last lines are read.
+        self.replica_failed(Some(exit.id), &exit.labels, failure);
     }
 
     fn memory_mib(&self, deployment_id: &str) -> u32 {
@@ -258,9 +266,9 @@ where
             .map_or(0, |deployment| deployment.memory_mib())
     }
 
-    /// Counts a replica's failure before ready against its deployment at once (so the backoff
-    /// holds from this pass on); then, in a task, reports the deployment `failed` when this
-    /// failure does (a crash with its last lines) and stops the replica.
+    /// Counts a replica's failure against its deployment at once (so the backoff holds from
+    /// this pass on); then, in a task, reports the deployment `failed` when this failure does
+    /// (a crash with its last lines) and stops the replica.
     pub(super) fn replica_failed(
         self: &Arc<Self>,
         id: Option<ReplicaId>,
@@ -283,7 +291,7 @@ where
                     (deployment.agent.clone(), reported)
                 })
         };
-        tracing::warn!(replica = ?id, deployment_id = %labels.deployment_id, code = failure.code(), "a replica failed before it was ready");
+        tracing::warn!(replica = ?id, deployment_id = %labels.deployment_id, code = failure.code(), "a replica failed");
         let this = self.clone();
         let deployment_id = labels.deployment_id.clone();
         self.spawn(async move {
@@ -292,6 +300,9 @@ where
                     *last_lines = this.shipper.last_lines(id, CRASH_LINES).await;
                 }
                 let error = failure.error(failures);
+                if let Some(deployment) = this.lock().deployments.get_mut(&deployment_id) {
+                    deployment.health.failed_with(error.clone());
+                }
                 this.report_deployment(
                     &agent,
                     &deployment_id,
@@ -387,7 +398,10 @@ where
                     this.lock().condemned.insert(id.clone());
                     this.stop_replica(id);
                 }
-                Ok(id) => this.probe_readiness(id),
+                Ok(id) => {
+                    this.probe_readiness(id);
+                    this.report_figures(&deployment_id).await;
+                }
                 Err(RunError::PullFailed { message }) => {
                     let failure = Failure::PullFailed { message };
                     this.replica_failed(None, &spec.labels, failure);

@@ -15,6 +15,7 @@ mod steps;
 mod watched;
 
 pub use failures::{
+    a_crash_after_readiness_is_a_crash_loop_backed_off,
     a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
     a_pull_failure_after_run_is_reported_failed_at_once, a_readiness_timeout_is_reported_failed,
     a_set_that_does_not_open_is_secret_set_unavailable, an_oom_kill_at_start_is_reported_failed,
@@ -71,6 +72,7 @@ macro_rules! every_scenario {
             an_agent_deleted_leaves_no_replica,
             a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none,
             a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
+            a_crash_after_readiness_is_a_crash_loop_backed_off,
             an_oom_kill_at_start_is_reported_failed,
             an_unpullable_image_is_reported_failed_at_once,
             a_readiness_timeout_is_reported_failed,

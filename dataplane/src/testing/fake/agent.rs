@@ -25,6 +25,7 @@ const DEFAULT_READY_AFTER: Duration = Duration::from_millis(300);
 const MAX_DURATION_SECONDS: f64 = 600.0;
 const DEFAULT_DURATION_SECONDS: f64 = 5.0;
 const HOLD_AFTER_ALLOCATING: Duration = Duration::from_secs(5);
+const EXIT_AFTER_READY: Duration = Duration::from_secs(1);
 
 /// The knobs of a replica's environment.
 pub(super) struct StartKnobs {
@@ -32,6 +33,8 @@ pub(super) struct StartKnobs {
     pub ready_after: Duration,
     /// `EXAMPLE_EXIT_AT_START`: the process exits with it at start.
     pub exit_at_start: Option<i64>,
+    /// `EXAMPLE_EXIT_AFTER_READY`: the process exits with it a second after it is ready.
+    pub exit_after_ready: Option<i64>,
 }
 
 impl StartKnobs {
@@ -43,12 +46,15 @@ impl StartKnobs {
             .map_or(DEFAULT_READY_AFTER, |seconds| {
                 Duration::from_secs_f64(seconds.max(0.0))
             });
-        let exit_at_start = get("EXAMPLE_EXIT_AT_START")
-            .filter(|var| !var.value.is_empty())
-            .and_then(|var| var.value.trim().parse().ok());
+        let code = |name| {
+            get(name)
+                .filter(|var| !var.value.is_empty())
+                .and_then(|var| var.value.trim().parse().ok())
+        };
         StartKnobs {
             ready_after,
-            exit_at_start,
+            exit_at_start: code("EXAMPLE_EXIT_AT_START"),
+            exit_after_ready: code("EXAMPLE_EXIT_AFTER_READY"),
         }
     }
 }
@@ -59,6 +65,8 @@ pub(super) struct Agent {
     pub engine: Weak<Shared>,
     pub book: Arc<LogBook>,
     pub ready_at: Instant,
+    /// `EXAMPLE_EXIT_AFTER_READY`.
+    pub exit_after_ready: Option<i64>,
     pub memory_mib: u32,
     /// agent.py's `environment: ...` line.
     pub environment: String,
@@ -84,6 +92,12 @@ pub(super) async fn serve(listener: TcpListener, agent: Arc<Agent>) {
         becoming_ready
             .book
             .write("become_ready", Level::Info, None, "ready");
+        if let Some(code) = becoming_ready.exit_after_ready {
+            tokio::time::sleep(EXIT_AFTER_READY).await;
+            let text = format!("exiting with code {code} after it was ready");
+            (becoming_ready.book).write("exit_ready", Level::Error, None, &text);
+            becoming_ready.exit(ExitReason::Exited { code }).await;
+        }
     });
     loop {
         tokio::select! {

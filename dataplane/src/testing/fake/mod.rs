@@ -240,6 +240,7 @@ impl Engine for FakeEngine {
             engine: Arc::downgrade(&self.shared),
             book,
             ready_at: tokio::time::Instant::now() + knobs.ready_after,
+            exit_after_ready: knobs.exit_after_ready,
             memory_mib: spec.limits.memory_mib,
             environment: book::environment(&spec.env),
         };

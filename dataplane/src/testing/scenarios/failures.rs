@@ -6,7 +6,10 @@ use std::time::Duration;
 use serde_json::json;
 use shared::agent::status::MAX_ERROR_MESSAGE_BYTES;
 
-use super::{Harness, Running, agent};
+use shared::agent::DeploymentState;
+
+use super::{Harness, Running, WAIT, agent};
+use crate::reconciler::failures::backoff;
 use crate::replica::ReplicaStatus;
 
 fn error_of(report: &shared::agent::StatusReport) -> (&str, &str) {
@@ -40,6 +43,61 @@ pub async fn a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines<H
         failed.replicas_started > failed.restart_count,
         "every restart is a replica started: {failed:?}"
     );
+    running.finish().await;
+}
+
+/// A container that answers `/readyz` and exits a second later, at every start: a crash loop
+/// as one that exits before it is ready (`CRASH_LOOP` with its exit code and restarts, backed
+/// off), never reported `ready` again while it loops, and its replicas started reported as they
+/// grow, not only when its state changes.
+pub async fn a_crash_after_readiness_is_a_crash_loop_backed_off<H: Harness>(harness: &H) {
+    let sets: &[(&str, &[(&str, &str)])] = &[("flaky", &[("EXAMPLE_EXIT_AFTER_READY", "3")])];
+    let (first, most) = (Duration::from_millis(500), Duration::from_secs(4));
+    let running = Running::start_with(harness, sets, |config| {
+        (config.backoff_first, config.backoff_most) = (first, most);
+    })
+    .await;
+    let agent = agent("ready-then-crash");
+    let options = json!({"secretSet": "flaky"});
+    let deployment = running
+        .deploy(&agent, &harness.example_image(), (1, 2), options)
+        .await;
+    let failed = running.failed(&deployment).await;
+    let (code, message) = error_of(&failed);
+    assert_eq!(code, "CRASH_LOOP");
+    assert!(message.contains("code 3"), "{message}");
+    assert!(message.contains("after it was ready"), "{message}");
+    assert!(message.contains("restarted 2 times"), "{message}");
+    assert_eq!(failed.last_exit_code, Some(3), "{failed:?}");
+    // It keeps being restarted, backed off: each start is reported with the figures, still
+    // failed, never ready.
+    let later = running
+        .reports
+        .wait_for_deployment(WAIT, "a restart after the failed report", |report| {
+            report.deployment_id == deployment && report.replicas_started > failed.replicas_started
+        })
+        .await;
+    assert_eq!(later.state, DeploymentState::Failed, "{later:?}");
+    assert_eq!(error_of(&later).0, "CRASH_LOOP");
+    let reports = running.reports.deployments();
+    let first_failed = (reports.iter())
+        .position(|report| report.state == DeploymentState::Failed)
+        .expect("failed");
+    assert!(
+        reports[first_failed..]
+            .iter()
+            .all(|report| report.state == DeploymentState::Failed),
+        "a ready moment between crashes is not a recovery: {reports:#?}"
+    );
+    // Each replica lives a second past its readiness; the next waits the backoff after that.
+    let starts = running.engine.runs_of(&deployment);
+    for (crashes, pair) in (1..).zip(starts.windows(2)) {
+        let least = Duration::from_secs(1) + backoff(crashes, first, most);
+        assert!(
+            pair[1] - pair[0] >= least,
+            "the start after crash {crashes} waited its backoff ({least:?}): {starts:?}"
+        );
+    }
     running.finish().await;
 }
 
@@ -113,11 +171,18 @@ pub async fn a_pull_failure_after_run_is_reported_failed_at_once<H: Harness>(har
         message.contains(repository),
         "the registry's message: {message}"
     );
-    let failures = running.reports.deployments();
+    let reports = running.reports.deployments();
+    let failures: Vec<_> = (reports.iter())
+        .filter(|report| report.state == DeploymentState::Failed)
+        .collect();
     assert_eq!(
         failures.len(),
         1,
-        "reported once, at the first failure: {failures:#?}"
+        "reported failed once, at the first failure: {reports:#?}"
+    );
+    assert!(
+        (reports.iter()).all(|report| report.state != DeploymentState::Ready),
+        "{reports:#?}"
     );
     running.finish().await;
 }

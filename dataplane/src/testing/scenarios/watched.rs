@@ -2,13 +2,14 @@
 //! recorded beside the deployment's replicas the engine listed at that moment: on every engine
 //! (Docker's retire releases nothing) a scenario sees whether, and when, the reconciler asked.
 //! It also makes chosen replicas' holders unanswering on every engine (their address listed as
-//! none, or as one that refuses), and records the order of runs and stops asked.
+//! none, or as one that refuses), and records the order of runs and stops asked, and when each
+//! run was asked.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::stream::BoxStream;
 use time::OffsetDateTime;
@@ -42,6 +43,8 @@ pub struct Watched<E> {
     /// Replicas whose holder is listed at the address given instead (`None`: no address).
     muted: Mutex<HashMap<ReplicaId, Option<SocketAddr>>>,
     asked: Mutex<Vec<Asked>>,
+    /// Each run's deployment and when it was asked.
+    runs: Mutex<Vec<(String, Instant)>>,
 }
 
 impl<E: Engine> Watched<E> {
@@ -52,6 +55,7 @@ impl<E: Engine> Watched<E> {
             retired: Mutex::default(),
             muted: Mutex::default(),
             asked: Mutex::default(),
+            runs: Mutex::default(),
         }
     }
 
@@ -63,6 +67,15 @@ impl<E: Engine> Watched<E> {
     /// Every run and stop asked so far, in order.
     pub fn asked(&self) -> Vec<Asked> {
         (self.asked.lock().unwrap_or_else(PoisonError::into_inner)).clone()
+    }
+
+    /// When each run of the deployment was asked, in order.
+    pub fn runs_of(&self, deployment_id: &str) -> Vec<Instant> {
+        let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        (runs.iter())
+            .filter(|(id, _)| id == deployment_id)
+            .map(|(_, at)| *at)
+            .collect()
     }
 
     fn ask(&self, asked: Asked) {
@@ -82,6 +95,8 @@ impl<E: Engine> Watched<E> {
 impl<E: Engine> Engine for Watched<E> {
     fn run(&self, spec: &ReplicaSpec) -> impl Future<Output = Result<ReplicaId, RunError>> + Send {
         self.ask(Asked::Run(spec.labels.deployment_id.clone()));
+        let run = (spec.labels.deployment_id.clone(), Instant::now());
+        (self.runs.lock().unwrap_or_else(PoisonError::into_inner)).push(run);
         self.inner.run(spec)
     }
 
