@@ -91,6 +91,15 @@ pub struct Limits {
 /// The PID limit a replica runs under.
 pub const PIDS_LIMIT: u32 = 4096;
 
+/// The kernel capabilities an agent's container runs without, of the 14 Docker and Fargate give
+/// by default: raw and packet sockets (with them a replica forges ARP and takes a neighbour's
+/// traffic), device nodes, the audit log, file capabilities and chroot. An agent needs none of
+/// them. What remains is what an image that runs as root may use to set itself up: CHOWN,
+/// DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, SETPCAP and NET_BIND_SERVICE; none is
+/// ever added.
+pub const DROPPED_CAPABILITIES: [&str; 5] =
+    ["NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SYS_CHROOT"];
+
 impl Limits {
     /// The limits of a manifest's `resources` (`cpu` "500m" or "1", `memory` "1Gi" or "2Gi"):
     /// `None` for anything else.

@@ -11,7 +11,7 @@ use bollard::models::{
     ContainerCreateBody, HostConfig, HostConfigLogConfig, RestartPolicy, RestartPolicyNameEnum,
 };
 
-use crate::replica::{ReplicaSpec, label};
+use crate::replica::{DROPPED_CAPABILITIES, ReplicaSpec, label};
 
 /// The holder's own hard limits: the platform's, beside the profile's.
 pub const HOLDER_MEMORY_MIB: i64 = 32;
@@ -100,7 +100,8 @@ pub fn container_body(spec: &ReplicaSpec, holder_id: &str) -> ContainerCreateBod
 }
 
 /// The agent's limits: memory without swap (an image is OOM-killed at the profile's memory),
-/// CPU, a PID limit, Docker's default capabilities and nothing added, in `network_mode`.
+/// CPU, a PID limit, Docker's default capabilities less [`DROPPED_CAPABILITIES`] and nothing
+/// added, in `network_mode`.
 fn host_config(spec: &ReplicaSpec, network_mode: &str) -> HostConfig {
     let memory = i64::from(spec.limits.memory_mib) * 1024 * 1024;
     HostConfig {
@@ -108,6 +109,7 @@ fn host_config(spec: &ReplicaSpec, network_mode: &str) -> HostConfig {
         memory_swap: Some(memory),
         nano_cpus: Some(i64::from(spec.limits.cpu_millis) * 1_000_000),
         pids_limit: Some(i64::from(spec.limits.pids)),
+        cap_drop: Some(DROPPED_CAPABILITIES.map(str::to_owned).to_vec()),
         network_mode: Some(network_mode.to_owned()),
         ..isolated()
     }
@@ -203,6 +205,10 @@ mod tests {
         );
         assert_eq!(host.privileged, Some(false));
         assert_eq!(host.cap_add, None);
+        let dropped = host.cap_drop.unwrap_or_default();
+        for capability in ["NET_RAW", "MKNOD"] {
+            assert!(dropped.iter().any(|c| c == capability), "{dropped:?}");
+        }
         assert_eq!(host.binds, None);
         assert_eq!(host.mounts, None);
         assert_eq!(host.port_bindings, None);

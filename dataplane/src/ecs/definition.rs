@@ -12,7 +12,9 @@ use aws_sdk_ecs::types::{
 use super::EcsConfig;
 use crate::engine::STOP_GRACE;
 use crate::holder::HOLDER_PORT;
-use crate::replica::{AGENT_PORT, Limits, NodeType, ReplicaLabels, ReplicaSpec};
+use crate::replica::{
+    AGENT_PORT, DROPPED_CAPABILITIES, Limits, NodeType, ReplicaLabels, ReplicaSpec,
+};
 
 /// The container names inside a replica's task.
 pub const AGENT_CONTAINER: &str = "agent";
@@ -179,6 +181,17 @@ fn agent(
                 .condition(ContainerCondition::Start)
                 .build()
                 .map_err(incomplete)?,
+        )
+        .linux_parameters(
+            LinuxParameters::builder()
+                .capabilities(
+                    (DROPPED_CAPABILITIES.iter())
+                        .fold(KernelCapabilities::builder(), |caps, dropped| {
+                            caps.drop(*dropped)
+                        })
+                        .build(),
+                )
+                .build(),
         )
         .log_configuration(awslogs(
             config,

@@ -176,6 +176,22 @@ fn the_agent_has_the_task_but_the_holders_32_mib_and_stops_first_with_10_s() {
     );
     assert_eq!(options["awslogs-stream-prefix"], "acme/voice/dep-1");
     assert!(!options["awslogs-group"].starts_with("/agent-hosting/"));
+    let dropped = agent
+        .linux_parameters()
+        .and_then(|parameters| parameters.capabilities())
+        .map(|capabilities| capabilities.drop())
+        .unwrap_or_default();
+    for capability in ["NET_RAW", "MKNOD"] {
+        assert!(dropped.iter().any(|c| c == capability), "{dropped:?}");
+    }
+    let added = agent
+        .linux_parameters()
+        .and_then(|parameters| parameters.capabilities())
+        .map(|capabilities| capabilities.add());
+    assert!(
+        added.is_none_or(<[String]>::is_empty),
+        "none added: {added:?}"
+    );
     let holder = container(&definition, HOLDER_CONTAINER);
     assert_eq!(holder.memory(), Some(32));
     assert_eq!(holder.essential(), Some(true));
