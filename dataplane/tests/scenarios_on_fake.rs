@@ -118,6 +118,7 @@ impl<E: OnFake> Harness for Fake<E> {
             backoff_most: Duration::from_millis(400),
             stable_after: Duration::from_secs(60),
             stop_grace: Duration::from_secs(1),
+            log_limit: data_plane::logs::LogLimit::default(),
         }
     }
 

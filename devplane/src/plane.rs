@@ -67,7 +67,8 @@ impl<R: Reports> Plane<R> {
     pub async fn start(settings: &Settings, reports: Arc<R>) -> Result<Self, BoxError> {
         match (settings.engine, &settings.holder_image) {
             (EngineKind::Docker, Some(holder_image)) => {
-                match DockerEngine::connect(holder_image.as_str()).await {
+                let logs = data_plane::docker::log_socket(&settings.stack);
+                match DockerEngine::connect(holder_image.as_str(), logs).await {
                     Ok(engine) => return Self::on_docker(settings, engine, reports).await,
                     Err(error) => println!(
                         "dev data plane: no Docker Engine answers ({error}): falling back to \

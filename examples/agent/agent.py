@@ -17,9 +17,11 @@ Test knobs, the same as the data plane's FakeEngine's (so one scenario runs on b
   - env EXAMPLE_EXIT_AT_START (an integer): exit with that code at start (a crash loop).
   - env EXAMPLE_EXIT_AFTER_READY (an integer): exit with that code one second after it is ready
     (a crash loop of a replica that answers /readyz first).
-  - POST /bot body members: durationSeconds (default 5, at most 600) to hold the request, then:
-    exitCode (exit with it, no answer), allocateMiB (allocate that much, then hold 5 s more),
-    status (answer with it instead of 200). Unknown members are ignored.
+  - POST /bot body members: logLines (write that many numbered lines of about 100 bytes,
+    `flood 0000000 xxx…`, on stdout as fast as it can, first), durationSeconds (default 5, at most
+    600) to hold the request, then: exitCode (exit with it, no answer), allocateMiB (allocate
+    that much, then hold 5 s more), status (answer with it instead of 200). Unknown members are
+    ignored.
 """
 
 import json
@@ -40,6 +42,7 @@ DEFAULT_DURATION_SECONDS = 5
 HOLD_AFTER_ALLOCATING_SECONDS = 5
 MIB = 1024 * 1024
 PAGE = 4096
+FLOOD_PAD = 90
 
 ready = threading.Event()
 
@@ -112,6 +115,7 @@ class Agent(BaseHTTPRequestHandler):
             exit_code = number_knob(body, "exitCode", 0, int) if "exitCode" in body else None
             allocate = number_knob(body, "allocateMiB", 0, int) if "allocateMiB" in body else None
             status = number_knob(body, "status", 200, int)
+            flood = number_knob(body, "logLines", 0, int)
         except ValueError as refusal:
             log(f"refused: {refusal}", session_id, "WARNING")
             self.answer(400, {"error": str(refusal)})
@@ -119,6 +123,11 @@ class Agent(BaseHTTPRequestHandler):
         if not 100 <= status <= 599:
             self.answer(400, {"error": "status must be an HTTP status (100 to 599)"})
             return
+        if flood > 0:
+            pad = "x" * FLOOD_PAD
+            for n in range(flood):
+                sys.stdout.write(f"flood {n:07d} {pad}\n")
+            sys.stdout.flush()
         time.sleep(min(max(duration, 0), MAX_DURATION_SECONDS))
         if exit_code is not None:
             log(f"exiting with code {exit_code} mid-session", session_id, "ERROR")

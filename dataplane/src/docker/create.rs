@@ -3,9 +3,13 @@
 //! (the platform's: 32 MiB, read-only, no capability, user nobody); the agent's joins its
 //! network namespace (contract section 12: the profile's limits as hard limits, the secret
 //! set's keys as environment, no privilege), so that the holder reaches it on `localhost`.
-//! Both carry the replica's labels. Pure: no daemon is asked here.
+//! Both carry the replica's labels. The agent's lines go to the data plane's socket through the
+//! fluentd log driver ([`super::forward`]); the holder's stay in Docker's capped json-file log,
+//! for the operator. Pure: no daemon is asked here.
 
 use std::collections::HashMap;
+
+use std::path::Path;
 
 use bollard::models::{
     ContainerCreateBody, HostConfig, HostConfigLogConfig, RestartPolicy, RestartPolicyNameEnum,
@@ -19,8 +23,7 @@ const HOLDER_PIDS: i64 = 64;
 /// nobody: the holder needs no user of its image (it has none).
 pub const HOLDER_USER: &str = "65534";
 
-/// Docker's json-file logs, capped: a replica that writes without end fills at most 30 MB of
-/// the host's disk. The lines are shipped as they are written, so older files are not needed.
+/// The holder's json-file logs, capped: 3 files of 10 MB at most.
 const LOG_MAX_SIZE: &str = "10m";
 const LOG_MAX_FILE: &str = "3";
 
@@ -70,6 +73,13 @@ pub fn holder_body(spec: &ReplicaSpec, network: &str, image: &str) -> ContainerC
             readonly_rootfs: Some(true),
             cap_drop: Some(vec!["ALL".to_owned()]),
             network_mode: Some(network.to_owned()),
+            log_config: Some(HostConfigLogConfig {
+                typ: Some("json-file".to_owned()),
+                config: Some(HashMap::from([
+                    ("max-size".to_owned(), LOG_MAX_SIZE.to_owned()),
+                    ("max-file".to_owned(), LOG_MAX_FILE.to_owned()),
+                ])),
+            }),
             ..isolated()
         }),
         ..Default::default()
@@ -77,9 +87,10 @@ pub fn holder_body(spec: &ReplicaSpec, network: &str, image: &str) -> ContainerC
 }
 
 /// The create body of the replica's agent, of the deployment's image, in the network namespace
-/// of the holder's container `holder_id`. The image's own command, entrypoint, user and working
-/// directory are kept: an image built for the anchor runs as it is.
-pub fn container_body(spec: &ReplicaSpec, holder_id: &str) -> ContainerCreateBody {
+/// of the holder's container `holder_id`, its lines sent to the socket `logs`. The image's own
+/// command, entrypoint, user and working directory are kept: an image built for the anchor runs
+/// as it is.
+pub fn container_body(spec: &ReplicaSpec, holder_id: &str, logs: &Path) -> ContainerCreateBody {
     let mut labels = labels(spec, label::part::AGENT);
     labels.insert(label::HOLDER_ID.to_owned(), holder_id.to_owned());
     ContainerCreateBody {
@@ -94,7 +105,10 @@ pub fn container_body(spec: &ReplicaSpec, holder_id: &str) -> ContainerCreateBod
         tty: Some(false),
         open_stdin: Some(false),
         attach_stdin: Some(false),
-        host_config: Some(host_config(spec, &format!("container:{holder_id}"))),
+        host_config: Some(HostConfig {
+            log_config: Some(super::forward::log_config(logs)),
+            ..host_config(spec, &format!("container:{holder_id}"))
+        }),
         ..Default::default()
     }
 }
@@ -116,20 +130,13 @@ fn host_config(spec: &ReplicaSpec, network_mode: &str) -> HostConfig {
 }
 
 /// What both containers run with: no new privileges, no binds, volumes or published ports,
-/// capped logs, and no restart by Docker (the reconciler replaces a replica; one that
-/// restarted in place could take a second session).
+/// and no restart by Docker (the reconciler replaces a replica; one that restarted in place
+/// could take a second session).
 fn isolated() -> HostConfig {
     HostConfig {
         security_opt: Some(vec!["no-new-privileges".to_owned()]),
         privileged: Some(false),
         publish_all_ports: Some(false),
-        log_config: Some(HostConfigLogConfig {
-            typ: Some("json-file".to_owned()),
-            config: Some(HashMap::from([
-                ("max-size".to_owned(), LOG_MAX_SIZE.to_owned()),
-                ("max-file".to_owned(), LOG_MAX_FILE.to_owned()),
-            ])),
-        }),
         init: Some(false),
         restart_policy: Some(RestartPolicy {
             name: Some(RestartPolicyNameEnum::NO),
@@ -143,6 +150,8 @@ fn isolated() -> HostConfig {
 mod tests {
     use super::*;
     use crate::replica::{EnvVar, Limits, NodeType, ReplicaLabels, label};
+
+    const SOCKET: &str = "/tmp/agent-hosting-run-9000.sock";
 
     fn spec() -> ReplicaSpec {
         ReplicaSpec {
@@ -185,7 +194,7 @@ mod tests {
 
     #[test]
     fn the_profiles_resources_are_hard_limits_without_swap() {
-        let host = container_body(&spec(), "h0ld3r")
+        let host = container_body(&spec(), "h0ld3r", Path::new(SOCKET))
             .host_config
             .unwrap_or_default();
         assert_eq!(host.memory, Some(1024 * 1024 * 1024));
@@ -196,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_replica_runs_without_privileges_in_its_holders_network_namespace_alone() {
-        let host = container_body(&spec(), "h0ld3r")
+        let host = container_body(&spec(), "h0ld3r", Path::new(SOCKET))
             .host_config
             .unwrap_or_default();
         assert_eq!(
@@ -223,20 +232,37 @@ mod tests {
     }
 
     #[test]
-    fn its_logs_are_json_files_capped_at_three_of_ten_megabytes() {
-        let log = container_body(&spec(), "n")
+    fn its_lines_go_to_the_data_planes_socket_asynchronously_and_the_holders_to_a_capped_file() {
+        let log = container_body(&spec(), "n", Path::new(SOCKET))
             .host_config
             .and_then(|host| host.log_config)
             .unwrap_or_default();
-        assert_eq!(log.typ.as_deref(), Some("json-file"));
+        assert_eq!(log.typ.as_deref(), Some("fluentd"));
         let config = log.config.unwrap_or_default();
+        let option = |name: &str| config.get(name).map(String::as_str);
+        assert_eq!(
+            option("fluentd-address"),
+            Some("unix:///tmp/agent-hosting-run-9000.sock")
+        );
+        assert_eq!(
+            option("fluentd-async"),
+            Some("true"),
+            "an agent never waits"
+        );
+        assert_eq!(option("fluentd-sub-second-precision"), Some("true"));
+        let holder = holder_body(&spec(), "net", "holder:1")
+            .host_config
+            .and_then(|host| host.log_config)
+            .unwrap_or_default();
+        assert_eq!(holder.typ.as_deref(), Some("json-file"));
+        let config = holder.config.unwrap_or_default();
         assert_eq!(config.get("max-size").map(String::as_str), Some("10m"));
         assert_eq!(config.get("max-file").map(String::as_str), Some("3"));
     }
 
     #[test]
     fn the_environment_is_port_first_then_the_secret_sets_keys_and_labels_name_the_owner() {
-        let body = container_body(&spec(), "n");
+        let body = container_body(&spec(), "n", Path::new(SOCKET));
         let env = body.env.unwrap_or_default();
         assert_eq!(env.len(), 2);
         assert_eq!(env[0], "PORT=8080");
@@ -291,7 +317,7 @@ mod tests {
 
     #[test]
     fn the_images_command_entrypoint_user_and_directory_are_its_own() {
-        let body = container_body(&spec(), "n");
+        let body = container_body(&spec(), "n", Path::new(SOCKET));
         assert_eq!(
             body.image.as_deref(),
             Some("agent-hosting.local/example-agent:abc")

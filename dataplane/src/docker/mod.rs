@@ -3,18 +3,19 @@
 //! deployment's image in the holder's network namespace (docs/design/data-plane.md). A
 //! replica's id is its agent's container's. The concerns, each its own file: the containers
 //! asked for ([`create`]), the image pulled ([`image`]), the networks ([`network`]), the listing
-//! and exit reasons ([`list`]), the lines ([`logs`]), and the daemon's failures ([`error`]).
+//! and exit reasons ([`list`]), the lines ([`forward`]: the Engine sends them to the data
+//! plane's socket), and the daemon's failures ([`error`]).
 //! A replica runs the host's architecture whatever its spec's `node_type` says (contract
 //! section 12: locally the host's); an image without that architecture fails its pull or start.
 
 mod create;
 mod error;
+mod forward;
 mod image;
 mod list;
-mod logs;
 mod network;
-mod readers;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use bollard::Docker;
@@ -22,11 +23,12 @@ use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::{
     CreateContainerOptions, RemoveContainerOptions, StopContainerOptions,
 };
-use futures_util::stream::BoxStream;
+use futures_util::StreamExt;
+use futures_util::stream::{self, BoxStream};
 use time::OffsetDateTime;
 
 pub use create::container_name;
-pub use network::{ENABLE_ICC, network_name};
+pub use network::{BRIDGE_NAME, BRIDGE_PREFIX, ENABLE_ICC, network_name};
 
 use crate::engine::{Engine, EngineError, LogLine, RunError};
 use crate::replica::{ReplicaId, ReplicaSpec, ReplicaView, label};
@@ -38,31 +40,46 @@ const STOP_ANSWER_MARGIN: Duration = Duration::from_secs(60);
 /// The holder's stop grace: it exits at once on SIGTERM.
 const HOLDER_GRACE: Duration = Duration::from_secs(1);
 
+/// How long the lines of a container found gone are waited for (its logger's last ones).
+const GONE_LINES_WAIT: Duration = Duration::from_secs(2);
+
 /// The Docker Engine on this host's socket.
 pub struct DockerEngine {
     docker: Docker,
     networks: network::Networks,
     /// The holder's image (`scripts/local.sh holder-image`), already in the engine.
     holder_image: String,
-    readers: readers::Readers,
+    /// Where the agents' containers send their lines.
+    forward: forward::Forward,
+}
+
+/// The socket a stack's data plane receives its replicas' lines on: the same across its
+/// restarts, so that the Engine's drivers reconnect to the next one.
+pub fn log_socket(stack: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("agent-hosting-{stack}.sock"))
 }
 
 impl DockerEngine {
     /// Connects to the local daemon (`DOCKER_HOST` if it names a unix socket, else
     /// `/var/run/docker.sock`) and agrees on an API version it speaks; every replica's holder
-    /// runs `holder_image`.
-    pub async fn connect(holder_image: impl Into<String>) -> Result<Self, EngineError> {
+    /// runs `holder_image`, and every agent's lines come to `log_socket` ([`log_socket`]).
+    pub async fn connect(
+        holder_image: impl Into<String>,
+        log_socket: impl Into<PathBuf>,
+    ) -> Result<Self, EngineError> {
         let docker = Docker::connect_with_unix_defaults()
             .map_err(|err| error::failure(err).into_engine_error())?
             .negotiate_version()
             .await
             .map_err(|err| EngineError::Unavailable(err.to_string()))?;
         tracing::info!(api_version = %docker.client_version(), "connected to the Docker Engine");
+        let forward = forward::Forward::listen(log_socket)
+            .map_err(|err| EngineError::Unavailable(format!("the lines' socket: {err}")))?;
         Ok(DockerEngine {
             docker,
             networks: network::Networks::default(),
             holder_image: holder_image.into(),
-            readers: readers::Readers::default(),
+            forward,
         })
     }
 
@@ -84,7 +101,7 @@ impl DockerEngine {
         let holder = self
             .create_started(&create::holder_name(&name), holder_body)
             .await?;
-        let agent_body = create::container_body(spec, &holder.0);
+        let agent_body = create::container_body(spec, &holder.0, self.forward.socket());
         let replica = match self.create_started(&name, agent_body).await {
             Ok(replica) => replica,
             Err(err) => {
@@ -148,8 +165,8 @@ impl DockerEngine {
         }
     }
 
-    /// SIGTERM, SIGKILL after `grace`, then removed once its open readers have read its last
-    /// lines; one already gone is fine.
+    /// SIGTERM, SIGKILL after `grace`, then removed (its lines are sent as they are written,
+    /// so none goes with it); one already gone is fine.
     async fn stop_container(&self, id: &ReplicaId, grace: Duration) -> Result<(), EngineError> {
         let options = StopContainerOptions {
             t: Some(i32::try_from(grace.as_secs()).unwrap_or(i32::MAX)),
@@ -170,10 +187,9 @@ impl DockerEngine {
                 Failure::Other(err) => return Err(err),
             },
         }
-        if !self.readers.drained(&id.0, readers::DRAIN_BOUND).await {
-            tracing::warn!(container = %id, "its lines were not all read before its removal");
-        }
-        self.remove(id).await
+        self.remove(id).await?;
+        self.forward.lines().close(&id.0);
+        Ok(())
     }
 
     /// Removes a container, whatever its state; one already gone is fine.
@@ -224,12 +240,52 @@ impl Engine for DockerEngine {
         list::replicas(&self.docker, stack).await
     }
 
+    /// Its lines from its start, as the Engine's driver sent them, until its container stops.
+    /// Each line is given once: a second follow of a replica is refused, and `since` has
+    /// nothing to skip.
     fn logs(
         &self,
         replica: &ReplicaId,
-        since: Option<OffsetDateTime>,
+        _since: Option<OffsetDateTime>,
     ) -> BoxStream<'static, Result<LogLine, EngineError>> {
-        let reading = self.readers.open(&replica.0);
-        logs::follow(&self.docker, replica, since, reading)
+        let docker = self.docker.clone();
+        let id = replica.clone();
+        let lines = self.forward.lines();
+        // Taken now: what the container writes from here on is this stream's, even when it is
+        // first read after the container is gone.
+        let taken = lines.take(&id.0);
+        stream::once(async move {
+            let Some(mut receiver) = taken else {
+                let followed = format!("the lines of {id} are followed already");
+                return error_stream(EngineError::Refused(followed));
+            };
+            match docker.inspect_container(&id.0, None).await {
+                Ok(_) => receiver_stream(receiver),
+                Err(err) => {
+                    // Gone: its lines, if it wrote any, still end the stream; else no such
+                    // replica.
+                    lines.close(&id.0);
+                    match tokio::time::timeout(GONE_LINES_WAIT, receiver.recv()).await {
+                        Ok(Some(first)) => stream::once(async { Ok(first) })
+                            .chain(receiver_stream(receiver))
+                            .boxed(),
+                        _ => error_stream(error::failure(err).about(&id)),
+                    }
+                }
+            }
+        })
+        .flatten()
+        .boxed()
     }
+}
+
+/// A receiver's lines as a stream, ending when its senders are gone.
+fn receiver_stream(
+    mut lines: tokio::sync::mpsc::Receiver<LogLine>,
+) -> BoxStream<'static, Result<LogLine, EngineError>> {
+    stream::poll_fn(move |context| lines.poll_recv(context).map(|line| line.map(Ok))).boxed()
+}
+
+fn error_stream(error: EngineError) -> BoxStream<'static, Result<LogLine, EngineError>> {
+    stream::once(async move { Err(error) }).boxed()
 }

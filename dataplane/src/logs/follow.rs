@@ -8,9 +8,12 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::event::{Event, Ids, unix_nanos};
+use super::event::Event;
+use super::intake::Intake;
+use super::limit::LogLimit;
 use crate::engine::{EngineError, LogLine};
 use crate::ports::{LineBatch, Reports};
 use crate::replica::{ReplicaId, ReplicaLabels};
@@ -103,73 +106,68 @@ impl Follow {
 
 /// Reads `lines` until they end (the replica was removed), the engine fails, or the follow is
 /// stopped and drained; ships them in batches of at most [`MAX_BATCH_LINES`], none waiting more
-/// than [`MAX_BATCH_WAIT`].
+/// than [`MAX_BATCH_WAIT`], one batch at a time (in order) while the reading goes on: a slow
+/// delivery never holds the reading back, so the engine's log never rotates away under it.
+/// Lines over `limit`, and past what waits for delivery, are dropped and marked ([`Intake`]).
 pub async fn ship<R: Reports>(
     follow: Arc<Follow>,
     replica: ReplicaId,
-    mut lines: BoxStream<'static, Result<LogLine, EngineError>>,
+    lines: BoxStream<'static, Result<LogLine, EngineError>>,
     reports: Arc<R>,
+    limit: LogLimit,
 ) {
-    let mut ids = Ids::new(&replica);
-    let mut pending: Vec<(u64, Event)> = Vec::new();
-    let mut flush_at: Option<Instant> = None;
+    let mut intake = Intake::new(&replica, limit);
+    let mut lines = Some(lines);
+    let mut flushing: Option<JoinHandle<usize>> = None;
     let mut drain_until: Option<Instant> = None;
     let mut stopping = follow.stopping.subscribe();
     let mut shipped = 0usize;
     loop {
-        let next = tokio::select! {
-            next = lines.next() => Step::Line(next),
-            () = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => Step::Flush,
-            () = stopped(&mut stopping), if drain_until.is_none() => Step::Drain,
-            () = tokio::time::sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => Step::Drained,
+        let reading = lines.is_some();
+        let due = match flushing {
+            None => intake.due(MAX_BATCH_LINES, MAX_BATCH_WAIT, reading),
+            Some(_) => None,
         };
-        let next = match next {
-            Step::Line(next) => next,
-            Step::Flush => {
-                shipped += flush(&follow, reports.as_ref(), &mut pending).await;
-                flush_at = None;
-                continue;
-            }
-            Step::Drain => {
-                drain_until = Some(Instant::now() + DRAIN);
-                continue;
-            }
-            Step::Drained => {
-                tracing::debug!(%replica, "a forgotten replica's lines still came after the drain; not read");
-                break;
-            }
-        };
-        match next {
-            Some(Ok(line)) => {
-                follow.remember(&line.text);
-                pending.push((unix_nanos(line.at), ids.event(&line)));
-                if pending.len() >= MAX_BATCH_LINES {
-                    shipped += flush(&follow, reports.as_ref(), &mut pending).await;
-                    flush_at = None;
-                } else if flush_at.is_none() {
-                    flush_at = Some(Instant::now() + MAX_BATCH_WAIT);
+        if !reading && flushing.is_none() && intake.is_empty() {
+            break;
+        }
+        tokio::select! {
+            next = async { lines.as_mut()?.next().await }, if reading => match next {
+                Some(Ok(line)) => {
+                    follow.remember(&line.text);
+                    intake.take(&line, Instant::now());
                 }
+                Some(Err(error)) => {
+                    tracing::warn!(%replica, %error, "reading a replica's lines failed; no more are read");
+                    lines = None;
+                }
+                None => lines = None,
+            },
+            done = async { flushing.as_mut()?.await.ok() }, if flushing.is_some() => {
+                shipped += done.unwrap_or(0);
+                intake.delivered();
+                flushing = None;
             }
-            Some(Err(error)) => {
-                tracing::warn!(%replica, %error, "reading a replica's lines failed; no more are read");
-                break;
+            () = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {
+                let batch = intake.batch(MAX_BATCH_LINES);
+                flushing = Some(tokio::spawn(flush(follow.clone(), reports.clone(), batch)));
             }
-            None => break,
+            () = stopped(&mut stopping), if reading && drain_until.is_none() => {
+                drain_until = Some(Instant::now() + DRAIN);
+            }
+            () = tokio::time::sleep_until(drain_until.unwrap_or_else(Instant::now)), if reading && drain_until.is_some() => {
+                tracing::debug!(%replica, "a forgotten replica's lines still came after the drain; not read");
+                lines = None;
+            }
+        }
+        if lines.is_none() {
+            // Read to its end: the engine may remove the replica now; what was dropped last
+            // is marked before the rest is shipped.
+            intake.mark(Instant::now());
         }
     }
-    // Read to its end: the engine may remove the replica now.
-    drop(lines);
-    shipped += flush(&follow, reports.as_ref(), &mut pending).await;
     tracing::debug!(%replica, shipped, "a replica's lines ended");
     follow.ended.send_replace(true);
-}
-
-/// What the task does next.
-enum Step {
-    Line(Option<Result<LogLine, EngineError>>),
-    Flush,
-    Drain,
-    Drained,
 }
 
 /// Once the follow is asked to stop (or its shipper is gone).
@@ -177,12 +175,16 @@ async fn stopped(stopping: &mut watch::Receiver<bool>) {
     let _ = stopping.wait_for(|stopping| *stopping).await;
 }
 
-/// Ships the pending lines, in order, each under its log stream (the session's from the
-/// hand-over instant, decided now so that a hand-over during the wait counts); how many.
-async fn flush<R: Reports>(follow: &Follow, reports: &R, pending: &mut Vec<(u64, Event)>) -> usize {
-    let count = pending.len();
+/// Ships a batch, in order, each line under its log stream (the session's from the hand-over
+/// instant, decided now so that a hand-over during the wait counts); how many.
+async fn flush<R: Reports>(
+    follow: Arc<Follow>,
+    reports: Arc<R>,
+    lines: Vec<(u64, Event)>,
+) -> usize {
+    let count = lines.len();
     let mut batches: Vec<LineBatch> = Vec::new();
-    for (nanos, event) in pending.drain(..) {
+    for (nanos, event) in lines {
         let session = follow.session_of(nanos);
         match batches.last_mut() {
             Some(batch) if batch.session_id == session => batch.events.push(event),

@@ -4,10 +4,13 @@
 //!
 //! Each followed replica has a task ([`follow::ship`]) reading the engine's `logs` and shipping
 //! batches through `Reports::lines`; each line's event ([`event`]) is made from the line alone,
-//! so a line read again is stored again under the same key, never twice.
+//! so a line an engine gives again has the same id. A replica's log rate is bounded
+//! ([`LogLimit`]): lines over it are dropped, counted and marked ([`intake`]).
 
 mod event;
 mod follow;
+mod intake;
+mod limit;
 #[cfg(test)]
 mod tests;
 
@@ -19,6 +22,8 @@ use time::OffsetDateTime;
 
 pub use event::PLATFORM_PREFIX;
 pub use follow::{KEPT_LINES, MAX_BATCH_LINES, MAX_BATCH_WAIT};
+pub use intake::MAX_PENDING_BYTES;
+pub use limit::LogLimit;
 
 use self::follow::Follow;
 use crate::engine::Engine;
@@ -34,6 +39,7 @@ const FORGOTTEN_KEPT: usize = 32;
 pub struct Shipper<E: Engine, R: Reports> {
     engine: Arc<E>,
     reports: Arc<R>,
+    limit: LogLimit,
     followed: Mutex<Followed>,
 }
 
@@ -41,6 +47,8 @@ pub struct Shipper<E: Engine, R: Reports> {
 struct Followed {
     live: HashMap<ReplicaId, Arc<Follow>>,
     forgotten: VecDeque<(ReplicaId, Arc<Follow>)>,
+    /// Every follow's task, ended at once by [`Shipper::halt`].
+    tasks: Vec<tokio::task::AbortHandle>,
 }
 
 impl Followed {
@@ -55,10 +63,11 @@ impl Followed {
 }
 
 impl<E: Engine, R: Reports> Shipper<E, R> {
-    pub fn new(engine: Arc<E>, reports: Arc<R>) -> Self {
+    pub fn new(engine: Arc<E>, reports: Arc<R>, limit: LogLimit) -> Self {
         Shipper {
             engine,
             reports,
+            limit,
             followed: Mutex::default(),
         }
     }
@@ -80,12 +89,23 @@ impl<E: Engine, R: Reports> Shipper<E, R> {
         followed.live.insert(replica.clone(), follow.clone());
         let lines = self.engine.logs(replica, None);
         tracing::debug!(%replica, deployment_id = %labels.deployment_id, "following a replica's lines");
-        tokio::spawn(follow::ship(
+        let task = tokio::spawn(follow::ship(
             follow,
             replica.clone(),
             lines,
             self.reports.clone(),
+            self.limit,
         ));
+        followed.tasks.retain(|task| !task.is_finished());
+        followed.tasks.push(task.abort_handle());
+    }
+
+    /// Ends every follow at once, reading and shipping nothing more: what a killed data plane
+    /// leaves behind (its engine's lines are then a later data plane's to follow).
+    pub fn halt(&self) {
+        for task in self.followed().tasks.drain(..) {
+            task.abort();
+        }
     }
 
     /// The replica's lines dated `at` or later go to `{deploymentId}/{sessionId}`.

@@ -43,14 +43,21 @@ impl Engine for LinesOnly {
     }
 }
 
-/// The batches of lines sent, in order.
-#[derive(Default)]
-struct Recorded(watch::Sender<Vec<LineBatch>>);
+/// The batches of lines sent, in order; each send waits while the gate is shut (a delivery
+/// that does not answer).
+struct Recorded(watch::Sender<Vec<LineBatch>>, watch::Sender<bool>);
+
+impl Default for Recorded {
+    fn default() -> Self {
+        Recorded(watch::Sender::default(), watch::Sender::new(true))
+    }
+}
 
 impl Reports for Recorded {
     async fn deployment(&self, _: shared::agent::StatusReport) {}
     async fn session(&self, _: SessionStatus) {}
     async fn lines(&self, batch: LineBatch) {
+        let _ = self.1.subscribe().wait_for(|open| *open).await;
         self.0.send_modify(|batches| batches.push(batch));
     }
 }
@@ -108,9 +115,17 @@ fn labels() -> ReplicaLabels {
 }
 
 fn shipper(lines: Vec<LogLine>, open: bool) -> (Shipper<LinesOnly, Recorded>, Arc<Recorded>) {
+    shipper_limited(lines, open, LogLimit::default())
+}
+
+fn shipper_limited(
+    lines: Vec<LogLine>,
+    open: bool,
+    limit: LogLimit,
+) -> (Shipper<LinesOnly, Recorded>, Arc<Recorded>) {
     let reports = Arc::new(Recorded::default());
     let engine = Arc::new(LinesOnly { lines, open });
-    (Shipper::new(engine, reports.clone()), reports)
+    (Shipper::new(engine, reports.clone(), limit), reports)
 }
 
 fn replica() -> ReplicaId {
@@ -308,7 +323,7 @@ async fn an_agents_lines_reach_its_streams_and_no_value_of_its_environment_ever_
     };
     let id = engine.run(&spec).await.unwrap();
     let reports = Arc::new(Recorded::default());
-    let shipper = Shipper::new(engine.clone(), reports.clone());
+    let shipper = Shipper::new(engine.clone(), reports.clone(), LogLimit::default());
     shipper.follow(&id, &labels());
     reports.until(|b| shipped(b, None, "ready")).await;
     let views = engine.list(&labels().stack).await.unwrap();
@@ -326,4 +341,114 @@ async fn an_agents_lines_reach_its_streams_and_no_value_of_its_environment_ever_
     assert!(messages.clone().all(|(_, _, m)| !m.contains(SECRET)));
     engine.stop(&id, Duration::ZERO).await.unwrap();
     shipper.forget(&id);
+}
+
+/// Every text shipped, in order, and the count the markers among them say was dropped.
+fn shipped_and_dropped(batches: &[LineBatch]) -> (Vec<String>, u64) {
+    let texts: Vec<String> = batches
+        .iter()
+        .flat_map(|b| texts(b).into_iter().map(str::to_owned))
+        .collect();
+    let dropped = (texts.iter())
+        .filter_map(|t| t.strip_prefix(PLATFORM_PREFIX))
+        .filter_map(|t| t.split_once(" lines dropped"))
+        .map(|(count, _)| count.parse::<u64>().expect("a count"))
+        .sum();
+    (texts, dropped)
+}
+
+fn small_limit() -> LogLimit {
+    LogLimit {
+        lines_per_second: 100,
+        burst_lines: 1_000,
+        bytes_per_second: 1 << 30,
+        burst_bytes: 1 << 30,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_past_the_limit_is_dropped_and_every_dropped_line_counted_in_a_marker() {
+    // 30,000 lines in 30 ms: the burst is kept, the rest over the rate.
+    let flood: Vec<LogLine> = (0..30_000)
+        .map(|i| line(T0 + i as i128 * 1_000, &format!("flood {i}")))
+        .collect();
+    let (shipper, reports) = shipper_limited(flood, false, small_limit());
+    shipper.follow(&replica(), &labels());
+    let batches = reports
+        .until(|b| shipped_and_dropped(b).1 > 0 && shipped_and_dropped(b).0.len() >= 1_001)
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let batches = reports.until(|b| b.len() >= batches.len()).await;
+    let (texts, dropped) = shipped_and_dropped(&batches);
+    let kept: Vec<&String> = texts.iter().filter(|t| t.starts_with("flood ")).collect();
+    assert!(
+        (1_000..=1_003).contains(&kept.len()),
+        "the burst and 30 ms of the rate: {}",
+        kept.len()
+    );
+    assert_eq!(
+        kept.len() as u64 + dropped,
+        30_000,
+        "every line stored or counted"
+    );
+    let marker = texts.last().expect("the marker closes the flood");
+    assert!(marker.contains("log limit of 100 lines"), "{marker}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delivery_that_does_not_answer_never_holds_the_reading_back() {
+    let (shipper, reports) = shipper(numbered(2_000), true);
+    reports.1.send_replace(false);
+    shipper.follow(&replica(), &labels());
+    // Nothing delivered, yet the whole log was read.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(reports.0.borrow().is_empty());
+    assert_eq!(
+        shipper.last_lines(&replica(), 1).await,
+        vec!["line 1999"],
+        "read to its last line while the first batch waits"
+    );
+    reports.1.send_replace(true);
+    let (texts, dropped) = shipped_and_dropped(&reports.once(2_000).await);
+    assert_eq!((texts.len(), dropped), (2_000, 0));
+    assert_eq!(texts.last().map(String::as_str), Some("line 1999"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn past_what_is_buffered_for_a_stalled_delivery_lines_are_dropped_and_marked() {
+    let long = "x".repeat(16 * 1024);
+    let count = MAX_PENDING_BYTES / long.len() + 100;
+    let lines: Vec<LogLine> = (0..count)
+        .map(|i| line(T0 + i as i128 * 1_000, &format!("{i:06} {long}")))
+        .collect();
+    let unlimited = LogLimit {
+        lines_per_second: u32::MAX,
+        burst_lines: u32::MAX,
+        bytes_per_second: u64::MAX / 4,
+        burst_bytes: u64::MAX / 4,
+    };
+    let (shipper, reports) = shipper_limited(lines, false, unlimited);
+    reports.1.send_replace(false);
+    shipper.follow(&replica(), &labels());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    reports.1.send_replace(true);
+    let batches = reports.until(|b| shipped_and_dropped(b).1 > 0).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let batches = reports.until(|b| b.len() >= batches.len()).await;
+    let (texts, dropped) = shipped_and_dropped(&batches);
+    let kept = texts
+        .iter()
+        .filter(|t| !t.starts_with(PLATFORM_PREFIX))
+        .count();
+    assert!(dropped > 0);
+    assert_eq!(
+        kept as u64 + dropped,
+        count as u64,
+        "every line stored or counted"
+    );
+    let marker = texts
+        .iter()
+        .find(|t| t.starts_with(PLATFORM_PREFIX))
+        .unwrap();
+    assert!(marker.ends_with("fell behind"), "{marker}");
 }

@@ -34,7 +34,7 @@ use time::OffsetDateTime;
 
 use crate::engine::{Engine, STOP_GRACE};
 use crate::events::{AgentRef, ControlEvent};
-use crate::logs::Shipper;
+use crate::logs::{LogLimit, Shipper};
 use crate::ports::Reports;
 use crate::replica::ReplicaId;
 use deployments::{Requested, Runnable};
@@ -57,6 +57,8 @@ pub struct Config {
     pub stable_after: Duration,
     /// Between SIGTERM and SIGKILL when a replica is stopped.
     pub stop_grace: Duration,
+    /// The bound of each replica's log rate.
+    pub log_limit: LogLimit,
 }
 
 impl Config {
@@ -70,6 +72,7 @@ impl Config {
             backoff_most: Duration::from_secs(60),
             stable_after: Duration::from_secs(60),
             stop_grace: STOP_GRACE,
+            log_limit: LogLimit::default(),
         }
     }
 }
@@ -98,7 +101,7 @@ where
 {
     pub fn new(config: Config, engine: Arc<E>, store: S, keys: K, reports: Arc<R>) -> Arc<Self> {
         Arc::new(DataPlane {
-            shipper: Shipper::new(engine.clone(), reports.clone()),
+            shipper: Shipper::new(engine.clone(), reports.clone(), config.log_limit),
             config,
             engine,
             store,
@@ -116,6 +119,7 @@ where
     pub fn halt(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.halted.send_replace(true);
+        self.shipper.halt();
     }
 
     /// Runs `task` in a task of its own, ended by [`DataPlane::halt`].

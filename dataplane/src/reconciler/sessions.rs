@@ -251,7 +251,11 @@ where
         let Some((agent, request, requested_at)) = taken else {
             return;
         };
+        // From this instant the replica's lines are the session's, decided before the agent
+        // can write one (a batch shipped before the hand-over answered would carry it under
+        // the deployment's stream); a replica that does not take it is stopped, never reused.
         let at = OffsetDateTime::now_utc();
+        self.shipper.hand_over(&replica, &session_id, at);
         if let Err(error) = holder::client::hand_over(address, &request).await {
             tracing::warn!(%session_id, %replica, %error, "the replica did not take the session");
             if self.end(&session_id).is_some() {
@@ -270,7 +274,6 @@ where
         if stopped {
             return;
         }
-        self.shipper.hand_over(&replica, &session_id, at);
         let detail = Detail {
             completion: None,
             bot_start_seconds: Some(requested_at.elapsed().as_secs_f64()),

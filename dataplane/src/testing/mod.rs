@@ -5,3 +5,7 @@
 pub mod fake;
 pub mod reports;
 pub mod scenarios;
+
+/// What each line of the agents' flood begins with, before its number: the `logLines` knob of
+/// examples/agent/agent.py and of the fake agent, which the scenarios count.
+pub const FLOOD_PREFIX: &str = "flood ";

@@ -67,10 +67,23 @@ impl RecordingReports {
 
     /// The text of every line shipped under the session's stream.
     pub fn session_lines(&self, session_id: &str) -> Vec<String> {
+        (self.session_events(session_id).into_iter())
+            .map(|(_, message)| message)
+            .collect()
+    }
+
+    /// The event id and text of every line shipped under the session's stream: a line the
+    /// logs table stores once, whichever data plane shipped it, has one id.
+    pub fn session_events(&self, session_id: &str) -> Vec<(String, String)> {
         self.lines()
             .into_iter()
             .filter(|batch| batch.session_id.as_deref() == Some(session_id))
-            .flat_map(|batch| batch.events.into_iter().map(|(_, _, message)| message))
+            .flat_map(|batch| {
+                batch
+                    .events
+                    .into_iter()
+                    .map(|(id, _, message)| (id, message))
+            })
             .collect()
     }
 

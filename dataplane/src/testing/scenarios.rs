@@ -2,10 +2,12 @@
 //! async function over a [`Harness`], so the same bodies run on the FakeEngine (milliseconds,
 //! tests/scenarios_on_fake.rs) and on Docker. Each panics with what broke. The agents are
 //! driven only by the knobs the example agent and the fake agent share (env
-//! `EXAMPLE_READY_AFTER_SECONDS`, `EXAMPLE_EXIT_AT_START`; `/bot` body `durationSeconds`,
-//! `status`, `exitCode`), set through secret sets as a customer would.
+//! `EXAMPLE_READY_AFTER_SECONDS`, `EXAMPLE_EXIT_AT_START`, `EXAMPLE_EXIT_AFTER_READY`; `/bot`
+//! body `durationSeconds`, `status`, `exitCode`, `logLines`), set through secret sets as a
+//! customer would.
 
 mod failures;
+mod logs;
 mod reserve;
 mod restart;
 mod retire;
@@ -21,6 +23,7 @@ pub use failures::{
     a_set_that_does_not_open_is_secret_set_unavailable, an_oom_kill_at_start_is_reported_failed,
     an_unpullable_image_is_reported_failed_at_once,
 };
+pub use logs::a_log_flood_past_the_limit_is_stored_once_or_counted_in_a_marker;
 pub use reserve::{
     a_deployment_runs_replicas_with_its_profiles_limits_env_and_labels_and_is_reported_ready,
     a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none,
@@ -73,6 +76,7 @@ macro_rules! every_scenario {
             a_deployment_without_a_reserve_is_proven_by_one_replica_then_runs_none,
             a_crash_loop_is_reported_failed_with_its_exit_code_and_last_lines,
             a_crash_after_readiness_is_a_crash_loop_backed_off,
+            a_log_flood_past_the_limit_is_stored_once_or_counted_in_a_marker,
             an_oom_kill_at_start_is_reported_failed,
             an_unpullable_image_is_reported_failed_at_once,
             a_readiness_timeout_is_reported_failed,

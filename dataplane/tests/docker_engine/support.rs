@@ -137,8 +137,12 @@ fn var(name: &str, value: &str) -> EnvVar {
     }
 }
 
+/// An engine of its own, its replicas' lines on a socket of its own.
 pub async fn engine() -> DockerEngine {
-    DockerEngine::connect(holder_image())
+    static ENGINES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = ENGINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let socket = data_plane::docker::log_socket(&format!("test-{}-{n}", std::process::id()));
+    DockerEngine::connect(holder_image(), socket)
         .await
         .expect("the Docker Engine answers")
 }

@@ -195,6 +195,9 @@ async fn bot(agent: &Agent, headers: HeaderMap, body: Map<String, Value>) -> Res
         let refusal = "status must be an HTTP status (100 to 599)";
         return document(StatusCode::BAD_REQUEST, json!({"error": refusal}));
     };
+    if let Some(count) = knobs.log_lines {
+        agent.book.flood(count);
+    }
     tokio::time::sleep(knobs.duration).await;
     if let Some(code) = knobs.exit_code {
         let text = format!("exiting with code {code} mid-session");
@@ -223,6 +226,8 @@ struct BotKnobs {
     duration: Duration,
     exit_code: Option<i64>,
     allocate_mib: Option<i64>,
+    /// `logLines`: numbered lines written at once on stdout.
+    log_lines: Option<u64>,
     /// `None`: not an HTTP status.
     status: Option<StatusCode>,
 }
@@ -240,6 +245,7 @@ impl BotKnobs {
             duration: Duration::from_secs_f64(seconds.clamp(0.0, MAX_DURATION_SECONDS)),
             exit_code: integer(body, "exitCode")?,
             allocate_mib: integer(body, "allocateMiB")?,
+            log_lines: integer(body, "logLines")?.map(|n| n.max(0).unsigned_abs()),
             status: u16::try_from(status)
                 .ok()
                 .filter(|status| (100..=599).contains(status))

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use crate::engine::{EngineError, LogLine, Output};
 use crate::replica::EnvVar;
+use crate::testing::FLOOD_PREFIX;
 
 /// What the example agent leaves out of the names it logs (its STANDARD_VARIABLES).
 const STANDARD_VARIABLES: [&str; 6] = [
@@ -37,6 +38,9 @@ impl Level {
         }
     }
 }
+
+/// The padding after a flood line's number: lines of about 100 bytes.
+const FLOOD_PAD: usize = 90;
 
 pub(super) struct LogBook {
     lines: Mutex<Vec<LogLine>>,
@@ -75,6 +79,20 @@ impl LogBook {
             text: format!("{stamp} | {level:<8} | agent:{function}:0 | {session} - {text}"),
         };
         self.lines().push(line);
+        self.changed.send_modify(|_| {});
+    }
+
+    /// agent.py's flood: `count` numbered lines on stdout at once.
+    pub(super) fn flood(&self, count: u64) {
+        let pad = "x".repeat(FLOOD_PAD);
+        let at = OffsetDateTime::now_utc();
+        let flood = (0..count).map(|n| LogLine {
+            at: at + time::Duration::nanoseconds(i64::try_from(n).unwrap_or(i64::MAX)),
+            output: Output::Stdout,
+            partial: false,
+            text: format!("{FLOOD_PREFIX}{n:07} {pad}"),
+        });
+        self.lines().extend(flood);
         self.changed.send_modify(|_| {});
     }
 
