@@ -47,17 +47,20 @@ if [[ " ${*:2} " == *" sessions "* && $# -gt 2 ]]; then
   exec "$PWD/scripts/e2e.sh" "$mode" "${others[@]}"
 fi
 source scripts/stack.sh
+# Which way the stack serves the functions (stack_moto binds moto for it).
+export STACK_MODE=$mode
 # Whether every suite named is one that may share a stack on the Docker Engine.
 docker_shared() {
   local suite
   for suite in "$@"; do
-    case "$suite" in dataplane | anchor-cli) ;; *) return 1 ;; esac
+    case "$suite" in dataplane | anchor-cli | console) ;; *) return 1 ;; esac
   done
 }
 if [[ " ${*:2} " == *" dataplane "* || " ${*:2} " == *" dataplane-bench "* ||
-  " ${*:2} " == *" sessions "* || " ${*:2} " == *" anchor-cli "* ]]; then
+  " ${*:2} " == *" sessions "* || " ${*:2} " == *" anchor-cli "* ||
+  " ${*:2} " == *" console "* ]]; then
   [ $# = 2 ] || docker_shared "${@:2}" ||
-    { echo "the dataplane suites run alone (dataplane and anchor-cli may share a stack)" >&2; exit 2; }
+    { echo "the dataplane suites run alone (dataplane, anchor-cli and console may share a stack)" >&2; exit 2; }
   if [ $$ != 1 ]; then
     # Outside the stack's PID namespace: the engine is the machine's, as a system service is.
     scripts/local.sh docker-engine
@@ -195,5 +198,6 @@ for suite in "$@"; do
     console-offline) console_suite console/e2e/offline.test.mjs ;;
     *) echo "unknown suite $suite" >&2; exit 2 ;;
   esac
+  stack_unexpected_restarts
   echo "e2e $mode $suite: passed in $(($(date +%s) - started)) s"
 done

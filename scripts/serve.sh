@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make run (watch) and make sam-local (sam): DynamoDB Local with its data in .local/run-PORT/,
 # the tables, the dev account and a new key, then the API (scripts/stack.sh says how each serves
-# it), a demo agent and a few log lines sent through the ingest function. Ctrl-C stops all of it;
-# nothing it starts outlives it (stack_contain). A second stack on the same PORT refuses.
+# it) and a demo agent, whose warm replica writes its own lines. Ctrl-C stops all of it; nothing
+# it starts outlives it (stack_contain). A second stack on the same PORT refuses.
 #
 #   scripts/serve.sh watch|sam PORT DYNAMODB_PORT
 set -euo pipefail
@@ -11,6 +11,8 @@ mode=${1:?usage: serve.sh watch|sam PORT DYNAMODB_PORT}
 api_port=${2:-9000}
 dynamodb_port=${3:-8000}
 source scripts/stack.sh
+# Which way the stack serves the functions (stack_moto binds moto for it).
+export STACK_MODE=$mode
 # The data plane runs the agents on the Docker Engine (the machine's, started outside the stack's
 # PID namespace as a system service is), the demo agent on the example agent's image; where no
 # engine can start, a simulation stands in and says so (spec.deploymentMode: simulated).
@@ -38,6 +40,10 @@ if [ "$api_port" = 9000 ] && [ ! -e "$data/dynamodb-data" ] && [ -d .local/dynam
   echo "moved .local/dynamodb-data (and the data plane's checkpoint) into $data"
 fi
 stack_store "$dynamodb_port" "$data/dynamodb-data"
+# Where this stack's store is, for make api-key PORT=… (scripts/api-key.sh) while it runs.
+printf 'DYNAMODB_ENDPOINT=%s\nAGENTS_TABLE=%s\nACCOUNTS_TABLE=%s\nLOGS_TABLE=%s\n' \
+  "$DYNAMODB_ENDPOINT" "$AGENTS_TABLE" "$ACCOUNTS_TABLE" "$LOGS_TABLE" >"$data/store.env"
+stack_files+=("$data/store.env")
 # The data plane's place in that store's stream, kept beside it: a restart resumes there.
 export STACK_CHECKPOINT=$data/dev-data-plane.checkpoint.json
 export STACK_SAM_ENV_FILE=$data/sam-env.json
@@ -67,16 +73,11 @@ if [ "$status" = 409 ] && [ -n "${EXAMPLE_IMAGE:-}" ]; then
     -d "{\"image\":\"$demo_image\"}")
   echo "demo-agent on $demo_image: $status"
 fi
-# Lines belong to a deployment the agent ran: its active one.
-if deployment=$(curl -sf "$STACK_API_URL/agents/demo-agent" -H "Authorization: Bearer $key" \
-    | python3 -c 'import json, sys; print(json.load(sys.stdin)["activeDeploymentId"])' 2>/dev/null); then
-  scripts/demo-logs-event.py dev-local demo-agent "$deployment/demo-session" >"$data/demo-logs-event.json"
-  stack_invoke "$STACK_INGEST_FUNCTION" "$data/demo-logs-event.json" >/dev/null && echo "demo log lines ingested"
-else
-  # The items of the first slice's store (before agents had versions and deployments) are read
-  # once migrated (docs/operations.md, Upgrading).
+# The agents of a store written by the first slice (before agents had versions and
+# deployments) are read once migrated (docs/operations.md, Upgrading).
+if ! curl -sf "$STACK_API_URL/agents/demo-agent" -H "Authorization: Bearer $key" >/dev/null; then
   cat >&2 <<WARN
-demo-agent cannot be read: $data/dynamodb-data holds agents written by the first slice's store.
+demo-agent cannot be read: $data/dynamodb-data may hold agents written by the first slice's store.
 Migrate them (idempotent) while this runs, in another terminal:
   AGENTS_TABLE=$AGENTS_TABLE LOGS_TABLE=$LOGS_TABLE DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT \\
     scripts/admin.sh migrate-first-slice

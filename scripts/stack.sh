@@ -42,6 +42,8 @@ stack_dynamodb_pid=""
 stack_moto_pid=""
 # Files of this stack alone (an in-memory store's checkpoint), removed when it stops.
 stack_files=()
+# The comment of this stack's firewall rules (stack_firewall), once installed.
+stack_firewall_tag=""
 STACK_LOGS=()
 stack_sam_logs=()
 
@@ -87,6 +89,10 @@ stack_stop() {
   fi
   [ "${#stack_files[@]}" = 0 ] || rm -f "${stack_files[@]}"
   stack_files=()
+  if [ -n "$stack_firewall_tag" ]; then
+    "$stack_root/scripts/firewall.sh" remove "$stack_firewall_tag" || true
+    stack_firewall_tag=""
+  fi
 }
 trap stack_stop EXIT
 trap 'exit 130' INT TERM
@@ -127,16 +133,35 @@ stack_contain() {
 # stack_reaper: the agents' replicas run in the Docker Engine, outside the stack's PID namespace.
 # The data plane stops them as its stack stops; after a hard kill (SIGKILL) nothing else would,
 # so a process of its own session (not in the stack's process group) waits for this script's
-# end, however it ends, removes every container and network labelled with DATA_PLANE_STACK,
-# and exits.
+# end, however it ends, removes every container and network labelled with DATA_PLANE_STACK and
+# the stack's firewall rules (stack_firewall), and exits.
+# An agent's log driver waits for the data plane's socket while it writes, and so does its
+# container's removal: with no data plane left, the reaper reads that socket meanwhile and drops
+# what it reads (scripts/drain-logs.py).
 stack_reaper() {
   [ "${DATA_PLANE_ENGINE:-}" = docker ] && [ -n "${DATA_PLANE_STACK:-}" ] || return 0
   setsid bash -c 'tail --pid="$1" -f /dev/null
     ids=$(docker ps -aq --filter "label=agent-hosting.stack=$2")
-    [ -z "$ids" ] || docker rm -f $ids
+    if [ -n "$ids" ]; then
+      python3 "$3/scripts/drain-logs.py" "${TMPDIR:-/tmp}/agent-hosting-$2.sock" &
+      drain=$!
+      docker rm -f $ids
+      kill "$drain"
+    fi
     networks=$(docker network ls -q --filter "label=agent-hosting.stack=$2")
-    [ -z "$networks" ] || docker network rm $networks' \
-    reaper $$ "$DATA_PLANE_STACK" </dev/null >/dev/null 2>&1 &
+    [ -z "$networks" ] || docker network rm $networks
+    "$3/scripts/firewall.sh" remove "agent-hosting:$2"' \
+    reaper $$ "$DATA_PLANE_STACK" "$stack_root" </dev/null >/dev/null 2>&1 &
+}
+
+# stack_firewall: with the data plane on the Docker Engine, the rules that keep this stack's
+# replicas off the platform (scripts/firewall.sh: nothing from a namespace bridge reaches the
+# host or a link-local address), marked with the stack's name; removed when the stack stops
+# (stack_stop), or by its reaper after a hard kill.
+stack_firewall() {
+  [ "${DATA_PLANE_ENGINE:-}" = docker ] && [ -n "${DATA_PLANE_STACK:-}" ] || return 0
+  stack_firewall_tag="agent-hosting:$DATA_PLANE_STACK"
+  "$stack_root/scripts/firewall.sh" add "$stack_firewall_tag"
 }
 
 # stack_claim DIR PORT TARGET: DIR (a stack's data: DynamoDB Local's files, the data plane's
@@ -223,7 +248,10 @@ stack_store() {
 }
 
 # stack_moto: moto's server (AWS has no emulator of KMS, Secrets Manager nor EventBridge) on a
-# free port, reachable from sam's containers too: KMS for secret values, with a key of its own
+# free port, on loopback; a sam stack's (STACK_MODE=sam) on every address, since sam's function
+# containers reach it through Docker's bridge (the replicas' bridges are kept off the host by
+# stack_firewall either way: DynamoDB Local, whose jar has no option to bind one address,
+# listens on all of them). KMS for secret values, with a key of its own
 # (KMS_ENDPOINT and SECRETS_KEY_ID), Secrets Manager with the secret cursors are signed with
 # (SECRETS_MANAGER_ENDPOINT and CURSOR_SECRET_ID): one per local stack, so a cursor of an earlier
 # run is refused as another deployment's would be; and EventBridge with the agents bus
@@ -231,7 +259,9 @@ stack_store() {
 stack_moto() {
   local port
   port=$("$stack_root/scripts/local.sh" free-port)
-  stack_moto_pid=$("$stack_root/scripts/local.sh" moto-start "$port" 0.0.0.0)
+  local host=127.0.0.1
+  [ "${STACK_MODE:-}" != sam ] || host=0.0.0.0
+  stack_moto_pid=$("$stack_root/scripts/local.sh" moto-start "$port" "$host")
   export KMS_PORT=$port KMS_ENDPOINT="http://127.0.0.1:$port"
   # KMS's JSON protocol; moto checks no signature, but tells the service from the credential
   # scope of the Authorization header.
@@ -329,6 +359,7 @@ stack_data_plane() {
   # Set beforehand, another build's binary (a test checked against an earlier data plane).
   export STACK_DATA_PLANE_BIN=${STACK_DATA_PLANE_BIN:-"$bin_dir/dev-data-plane"}
   [ "${STACK_DATA_PLANE:-on}" = off ] && return
+  stack_firewall
   local checkpoint=${STACK_CHECKPOINT:-}
   if [ -z "$checkpoint" ]; then
     checkpoint="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.checkpoint.json"
@@ -337,6 +368,13 @@ stack_data_plane() {
   fi
   local pid_file="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.pid"
   stack_files+=("$pid_file")
+  # Every exit the supervisor restarted from, and the PIDs a suite killed on purpose
+  # (stack_unexpected_restarts compares them).
+  export STACK_DATA_PLANE_EXITS="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.exits"
+  export STACK_DATA_PLANE_KILLS="$stack_root/.local/dev-data-plane-$DYNAMODB_PORT.kills"
+  : >"$STACK_DATA_PLANE_EXITS"
+  : >"$STACK_DATA_PLANE_KILLS"
+  stack_files+=("$STACK_DATA_PLANE_EXITS" "$STACK_DATA_PLANE_KILLS")
   (cd "$stack_root" && stack_supervise "$pid_file" "${DATA_PLANE_RESTARTS:-5}" \
     "$STACK_DATA_PLANE_BIN" --invoke-url "$STACK_LAMBDA_URL" \
     --function-names "$names" --ready-after-ms "${DEV_READY_AFTER_MS:-2000}" \
@@ -367,6 +405,7 @@ stack_supervise() {
       wait "$pid" || status=$?
     done
     [ "$stopping" = 0 ] || return 0
+    [ -z "${STACK_DATA_PLANE_EXITS:-}" ] || echo "$pid $status" >>"$STACK_DATA_PLANE_EXITS"
     if [ "$restarts" -ge "$most" ]; then
       echo "stack: $name exited (status $status); restarted $most times already, left stopped"
       return 1
@@ -376,6 +415,23 @@ stack_supervise() {
     sleep 1
     [ "$stopping" = 0 ] || return 0
   done
+}
+
+# stack_unexpected_restarts: fails, saying which and showing the data plane's log, when the
+# supervisor restarted the data plane after an exit no suite asked for (a crash in a suite must
+# fail it, not be mended by the restart); each kill a suite makes on purpose names its PID in
+# STACK_DATA_PLANE_KILLS.
+stack_unexpected_restarts() {
+  [ -n "${STACK_DATA_PLANE_EXITS:-}" ] && [ -s "$STACK_DATA_PLANE_EXITS" ] || return 0
+  local pid status unexpected=0
+  while read -r pid status; do
+    grep -qx "$pid" "$STACK_DATA_PLANE_KILLS" 2>/dev/null && continue
+    echo "the data plane (pid $pid) exited with status $status, no suite killed it; its log:" >&2
+    unexpected=1
+  done <"$STACK_DATA_PLANE_EXITS"
+  [ "$unexpected" = 0 ] && return 0
+  tail -n 60 "$STACK_DATA_PLANE_LOG" >&2
+  return 1
 }
 
 # stack_watch PORT: the functions behind cargo lambda watch's router, on a port of its own,

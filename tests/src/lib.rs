@@ -47,6 +47,9 @@ pub mod walkthrough;
 /// The `docker` command, for the suites on the Docker Engine.
 pub mod docker;
 
+/// A stand-in for the internet: a network namespace with a server, routed from the host.
+pub mod internet;
+
 /// moto's API Gateway as the stack deploys it, its requests recorded, and accounts' key checks.
 pub mod apigateway;
 

@@ -3,6 +3,11 @@
 //! (`enable_icc=false`), so a replica reaches no other replica, its own account's included.
 //! The host (the data plane) reaches each at its address on the bridge.
 //!
+//! Each bridge's interface is named [`BRIDGE_PREFIX`]… ([`bridge_name`]), so that the rules a
+//! stack installs (scripts/stack.sh, `stack_firewall`) can drop every replica's traffic to the
+//! host itself and to link-local addresses, whatever the namespace: a replica reaches the
+//! internet and nothing of the platform.
+//!
 //! Networks are not removed with their last replica: a removal would race with a replica of the
 //! namespace being started, and an idle bridge costs nothing but an address range.
 //! [`Networks::prune`] removes a stack's networks that no container uses (the end of a test, a
@@ -13,6 +18,7 @@ use std::collections::HashMap;
 use bollard::Docker;
 use bollard::models::NetworkCreateRequest;
 use bollard::query_parameters::ListNetworksOptions;
+use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
 use super::error::{self, Failure};
@@ -21,6 +27,18 @@ use crate::replica::label;
 
 /// The bridge driver's option that turns off traffic between its containers.
 pub const ENABLE_ICC: &str = "com.docker.network.bridge.enable_icc";
+/// The bridge driver's option that names the bridge's interface on the host.
+pub const BRIDGE_NAME: &str = "com.docker.network.bridge.name";
+/// What every namespace bridge's interface name begins with (`iptables -i ahb+`).
+pub const BRIDGE_PREFIX: &str = "ahb";
+
+/// The interface name of the bridge of the network `network`: the prefix and 12 hex digits of
+/// the name's SHA-256, 15 characters (Linux's most).
+pub fn bridge_name(network: &str) -> String {
+    let digest = Sha256::digest(network.as_bytes());
+    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("{BRIDGE_PREFIX}{hex}")
+}
 
 /// The name of `namespace`'s network in `stack`.
 pub fn network_name(stack: &str, namespace: &str) -> String {
@@ -55,7 +73,10 @@ impl Networks {
         let request = NetworkCreateRequest {
             name: name.clone(),
             driver: Some("bridge".to_owned()),
-            options: Some(HashMap::from([(ENABLE_ICC.to_owned(), "false".to_owned())])),
+            options: Some(HashMap::from([
+                (ENABLE_ICC.to_owned(), "false".to_owned()),
+                (BRIDGE_NAME.to_owned(), bridge_name(&name)),
+            ])),
             labels: Some(HashMap::from([
                 (label::STACK.to_owned(), stack.to_owned()),
                 (label::NAMESPACE.to_owned(), namespace.to_owned()),
@@ -100,5 +121,22 @@ impl Networks {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bridge_is_named_with_the_prefix_the_firewall_matches_within_linuxs_fifteen_characters() {
+        let name = bridge_name(&network_name("run-9000", "tiny-ferret-maroon-123"));
+        assert!(name.starts_with(BRIDGE_PREFIX), "{name}");
+        assert_eq!(name.len(), 15, "{name}");
+        assert_ne!(name, bridge_name(&network_name("run-9000", "another")));
+        assert_ne!(
+            name,
+            bridge_name(&network_name("run-9100", "tiny-ferret-maroon-123"))
+        );
     }
 }
