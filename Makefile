@@ -17,13 +17,11 @@ ACCOUNT ?= dev
 KIND ?= private
 LOCAL := .local
 CARGO_LAMBDA := $(LOCAL)/venv/bin/cargo-lambda
-ADMIN := scripts/admin.sh
 
-# Table names and endpoint of the local store (make run, make api-key).
+# Table names of the local store (make run).
 export AGENTS_TABLE ?= agents
 export ACCOUNTS_TABLE ?= accounts
 export LOGS_TABLE ?= logs
-export DYNAMODB_ENDPOINT ?= http://127.0.0.1:$(DYNAMODB_PORT)
 
 .PHONY: help tools run sam-local test e2e validate build images images-push schemathesis fuzz bench api-key logs-cost lint fmt clean
 
@@ -34,8 +32,9 @@ help:
 	@echo "              containers; Lambda's Invoke API on port $(PORT)+1; SAM_LOCAL_ARCH=arm64 to emulate arm64)"
 	@echo "make test     run every test (starts its own DynamoDB Local, cargo lambda watch and sam local)"
 	@echo "make e2e      only the end-to-end suites (through cargo lambda watch, then sam local)"
-	@echo "make api-key ACCOUNT=<name> [KIND=public]   create the account if needed, print a new key"
-	@echo "              (last line; KIND=public: a key that may only start sessions)"
+	@echo "make api-key ACCOUNT=<name> [KIND=public] [PORT=9000]   create the account if needed, print"
+	@echo "              a new key (last line) in the store of the stack on PORT; KIND=public: a key"
+	@echo "              that may only start sessions"
 	@echo "make logs-cost [VOLUMES=1000,10000,100000] [BASELINE=rev]   write units and bytes per line,"
 	@echo "              a 5,000 lines/s load's write units per key, lines read per page"
 	@echo "make validate sam validate --lint, cfn-lint and checkov on template.yaml"
@@ -76,10 +75,10 @@ test:
 	@$(MAKE) --no-print-directory e2e
 
 e2e:
-	@scripts/timed.sh "e2e watch http sessions schemathesis people console" scripts/e2e.sh watch http sessions schemathesis people console
+	@scripts/timed.sh "e2e watch http sessions schemathesis people" scripts/e2e.sh watch http sessions schemathesis people
 	@scripts/timed.sh "e2e watch backlog" scripts/e2e.sh watch backlog
 	@scripts/timed.sh "e2e watch plaintext" scripts/e2e.sh watch plaintext
-	@scripts/timed.sh "e2e watch dataplane anchor-cli (Docker Engine)" scripts/e2e.sh watch dataplane anchor-cli
+	@scripts/timed.sh "e2e watch dataplane anchor-cli console (Docker Engine)" scripts/e2e.sh watch dataplane anchor-cli console
 	@scripts/timed.sh "e2e make run twice, killed, interrupted" cargo test --workspace --quiet \
 		--test local_stack -- --ignored --show-output
 	@scripts/timed.sh "e2e sam invoke http sessions people" scripts/e2e.sh sam invoke http sessions people
@@ -120,9 +119,10 @@ bench:
 schemathesis:
 	@scripts/e2e.sh watch schemathesis
 
-# Against the store `make run` uses (or any DYNAMODB_ENDPOINT / AWS tables given by name).
+# Against the store of the stack serving on PORT (or any DYNAMODB_ENDPOINT / AWS tables given
+# by name).
 api-key:
-	@$(ADMIN) issue-key "$(ACCOUNT)" --create-account --kind "$(KIND)"
+	@scripts/api-key.sh "$(PORT)" "$(ACCOUNT)" "$(KIND)"
 
 # What a line costs to write and keep, a load run's per-key write units, and lines read per logs
 # page by filter and volume, on a DynamoDB Local of its own; BASELINE=rev runs that commit's

@@ -2,8 +2,9 @@
 // order (docs/design/console.md section 6). What a person's token may reach through the API
 // (tenancy, API keys refused on /v1/keys, expired and forged tokens) is the people suite's
 // (tests/e2e/people.rs), on this stack and through sam's authorizer.
-// Needs the stack's variables (STACK_API_URL, STACK_CONSOLE_URL) and the operator command
-// (scripts/admin.sh invite-person) on the stack's store and pool.
+// Needs the stack's variables (STACK_API_URL, STACK_CONSOLE_URL, EXAMPLE_IMAGE: its data plane
+// runs the example agent on the Docker Engine) and the operator command (scripts/admin.sh
+// invite-person) on the stack's store and pool.
 // Screenshots: .local/e2e-console/<nn>-<page>.png, kept.
 
 import { test, before, after } from "node:test";
@@ -23,6 +24,8 @@ const env = (name) => {
 };
 const api = env("STACK_API_URL").replace(/\/$/, "");
 const consoleUrl = env("STACK_CONSOLE_URL").replace(/\/?$/, "/");
+// The example agent's image, which the stack's data plane runs as real containers.
+const image = env("EXAMPLE_IMAGE");
 
 const run = Date.now().toString(36);
 const a = { account: `acct-a-${run}`, email: `a-${run}@example.test`, password: password() };
@@ -179,7 +182,9 @@ step("3. keys for an agent, its readiness, a session and its lines", async () =>
   await page.getByRole("table", { name: "Public keys" }).getByText("web").waitFor();
   await shots.take(page, "keys");
 
-  const created = await call("POST", "/agents", state.deploy, { serviceName: "voice", image: "ghcr.io/acme/agent:1.0" });
+  const created = await call("POST", "/agents", state.deploy, {
+    serviceName: "voice", image, autoScaling: { minAgents: 1, maxAgents: 2 },
+  });
   assert.equal(created.status, 201, await created.text());
   await page.goto(`${consoleUrl}#/agents/voice`);
   await page.getByRole("heading", { name: "Readiness" }).waitFor();
@@ -189,7 +194,8 @@ step("3. keys for an agent, its readiness, a session and its lines", async () =>
   await page.locator('[data-ready="true"]').waitFor({ timeout: 60_000 });
   await shots.take(page, "agent-ready");
 
-  const started = await call("POST", "/public/voice/start", state.web, { body: {} });
+  // A real session: the replica's agent holds it for a minute and writes its own lines.
+  const started = await call("POST", "/public/voice/start", state.web, { body: { durationSeconds: 60 } });
   const startedBody = await started.text();
   assert.equal(started.status, 200, startedBody);
   state.sessionId = JSON.parse(startedBody).sessionId;
@@ -202,7 +208,12 @@ step("3. keys for an agent, its readiness, a session and its lines", async () =>
   await shots.take(page, "agent-session");
   await sessionLink.click();
   await page.getByRole("heading", { name: "Logs of voice", level: 1 }).waitFor();
-  await page.getByText("(simulated)").first().waitFor({ timeout: 60_000 });
+  // The agent's own line, read from its container's log: "session started transport=…".
+  await until("the agent's own session line on the logs page", async () => {
+    await page.reload();
+    await page.getByRole("heading", { name: "Logs of voice", level: 1 }).waitFor();
+    return (await page.getByText(`${state.sessionId} - session started`).count()) > 0;
+  }, { tries: 30 });
   await shots.take(page, "session-lines");
 });
 

@@ -42,6 +42,14 @@ fn kill_data_plane() -> u32 {
         .status()
         .expect("kill runs");
     assert!(killed.success(), "kill -KILL {pid}");
+    // Said to the stack: this exit was asked for (scripts/stack.sh, stack_unexpected_restarts).
+    let kills = std::env::var("STACK_DATA_PLANE_KILLS")
+        .expect("STACK_DATA_PLANE_KILLS: scripts/stack.sh names it");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&kills)
+        .expect("the stack's kills file");
+    std::io::Write::write_all(&mut file, format!("{pid}\n").as_bytes()).expect("written");
     pid
 }
 

@@ -1,5 +1,6 @@
 //! `make run` as a developer runs it all day, in several terminals of one checkout: two at once
-//! (a `PORT` each) both answer, each on data of its own; one more on a `PORT` in use refuses,
+//! (a `PORT` each, one `DYNAMODB_PORT`) both answer, each on data of its own, and `make api-key
+//! PORT=` issues keys into the store of the stack on that port; one more on a `PORT` in use refuses,
 //! saying which stack holds it; one killed hard (SIGKILL of its process group, what a closed
 //! terminal or the OOM killer does) leaves no process; Ctrl-C stops the other within 10 s,
 //! leaving none either.
@@ -45,7 +46,8 @@ struct Run {
 }
 
 impl Run {
-    fn start(port: u16) -> Self {
+    /// With DynamoDB Local asked on `dynamodb` (a stack finding it taken moves to a free one).
+    fn start(port: u16, dynamodb: u16) -> Self {
         let output =
             std::env::temp_dir().join(format!("local-stack-make-run-{port}-{}.log", free_port()));
         let log = std::fs::File::create(&output).unwrap();
@@ -54,7 +56,7 @@ impl Run {
                 .current_dir(workspace())
                 .args(["--no-print-directory", "run"])
                 .arg(format!("PORT={port}"))
-                .arg(format!("DYNAMODB_PORT={}", free_port()))
+                .arg(format!("DYNAMODB_PORT={dynamodb}"))
                 // A make of its own, not a sub-make of `make test`'s.
                 .env_remove("MAKEFLAGS")
                 .env_remove("MAKELEVEL")
@@ -256,7 +258,7 @@ async fn serves_its_console(run: &Run) -> Vec<String> {
 /// One more `make run` on the `PORT` of the stack whose processes are `holder` refuses within
 /// [`REFUSAL`], naming that stack's port and one of its PIDs. Answers what broke.
 fn another_on_its_port_refuses(port: u16, holder: &[Process]) -> Option<String> {
-    let mut again = Run::start(port);
+    let mut again = Run::start(port, free_port());
     let exited = again.exit_within(REFUSAL);
     process_tree::signal_group(again.pid(), libc::SIGKILL);
     let said = again.printed();
@@ -388,6 +390,60 @@ fn describe(processes: &[Process]) -> String {
         .collect()
 }
 
+/// `make api-key PORT=...` as a developer runs it beside a stack: its key, or what it said.
+fn api_key(port: u16, account: &str) -> Result<String, String> {
+    let output = Command::new("make")
+        .current_dir(workspace())
+        .args(["--no-print-directory", "api-key"])
+        .arg(format!("PORT={port}"))
+        .arg(format!("ACCOUNT={account}"))
+        .env_remove("MAKEFLAGS")
+        .env_remove("MAKELEVEL")
+        .env_remove("MFLAGS")
+        .env_remove("DYNAMODB_ENDPOINT")
+        .output()
+        .expect("make runs");
+    let printed = String::from_utf8_lossy(&output.stdout);
+    match (output.status.success(), printed.lines().last()) {
+        (true, Some(key)) => Ok(key.trim().to_owned()),
+        _ => Err(format!(
+            "{}{}",
+            printed,
+            String::from_utf8_lossy(&output.stderr)
+        )),
+    }
+}
+
+/// `make api-key PORT=` of the second stack (whose DynamoDB Local moved off the port the first
+/// took) gives a key that stack accepts; of a PORT no stack serves, a sentence saying so.
+async fn api_key_finds_the_stack_on_its_port(b: &Run) -> Vec<String> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let mut broken = Vec::new();
+    match api_key(b.port, "second") {
+        Ok(key) => {
+            let (status, _) = list(&http, b, &key).await;
+            if status != 200 {
+                broken.push(format!(
+                    "make api-key PORT={}'s key: GET /v1/agents answered {status}",
+                    b.port
+                ));
+            }
+        }
+        Err(said) => broken.push(format!("make api-key PORT={} failed: {said}", b.port)),
+    }
+    let nobody = free_port();
+    match api_key(nobody, "nobody") {
+        Err(said) if said.contains(&format!("no stack serves on PORT={nobody}")) => {}
+        other => broken.push(format!(
+            "make api-key PORT={nobody} (no stack there) did not say so: {other:?}"
+        )),
+    }
+    broken
+}
+
 #[tokio::test(flavor = "current_thread")]
 #[ignore = "starts two make run stacks: run by the Makefile's e2e target"]
 async fn two_make_runs_in_one_checkout_keep_their_own_data_and_leave_nothing_when_stopped() {
@@ -398,13 +454,19 @@ async fn two_make_runs_in_one_checkout_keep_their_own_data_and_leave_nothing_whe
             .map(|port| workspace().join(format!(".local/run-{port}")))
             .to_vec(),
     };
+    // Both with one DYNAMODB_PORT, as two `make run PORT=…` with the default do: the second
+    // finds it taken and moves its DynamoDB Local to a free port.
+    let dynamodb = free_port();
     let started = Instant::now();
-    let (mut a, mut b) = (Run::start(port_a), Run::start(port_b));
-    let (key_a, key_b) = (a.key(), b.key());
+    let mut a = Run::start(port_a, dynamodb);
+    let key_a = a.key();
+    let mut b = Run::start(port_b, dynamodb);
+    let key_b = b.key();
     let took = started.elapsed().as_secs_f64();
     println!("two make runs serving after {took:.1} s");
 
     let mut broken = each_keeps_its_own_data(&a, &key_a, &b, &key_b).await;
+    broken.extend(api_key_finds_the_stack_on_its_port(&b).await);
     broken.extend(serves_its_console(&a).await);
     let tree_a = serving_tree(&a);
     broken.extend(another_on_its_port_refuses(port_a, &tree_a));

@@ -3,31 +3,19 @@
 //! dataplane suite.
 
 use integration_tests::stack::Stack;
-use serde_json::{Value, json};
+use serde_json::json;
 
-/// The account's `demo-agent` with the lines `make run` sends for it, sent the same way.
-async fn demo_agent(stack: &Stack, key: &shared::auth::ApiKey, namespace: &str) {
-    let created = stack
-        .create(
-            key,
-            &json!({"serviceName": "demo-agent", "image": "agent-hosting.local/example-agent:latest"}),
-        )
-        .await;
-    assert_eq!(created.status, 201, "{:?}", created.body);
-    let deployment = created.body["activeDeploymentId"].as_str().unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/demo-logs-event.py");
-    let output = std::process::Command::new("python3")
-        .args([
-            script,
-            namespace,
-            "demo-agent",
-            &format!("{deployment}/demo-session"),
-        ])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let event: Value = serde_json::from_slice(&output.stdout).unwrap();
-    stack.invoke(&stack.ingest_function, &event).await;
+/// The account's `demo-agent` as `make run` makes it (one warm replica of the example agent),
+/// once its replica has written its three lines (starting, its environment, ready): a reader of
+/// the README meets it so.
+async fn demo_agent(stack: &Stack, key: &shared::auth::ApiKey) {
+    let body = json!({"serviceName": "demo-agent", "image": "agent-hosting.local/example-agent:latest",
+                      "autoScaling": {"minAgents": 1, "maxAgents": 2}});
+    crate::dataplane_support::ready_agent(stack, key, &body).await;
+    crate::dataplane_support::until(stack, key, "/agents/demo-agent/logs", |page| {
+        page["total"]["value"] == 3
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -37,8 +25,8 @@ async fn the_readmes_walkthrough_answers_as_it_says() {
     // which moves its ETag between the walkthrough's read and its If-Match.
     let _plane = crate::dataplane_support::shared_data_plane().await;
     let stack = Stack::from_env();
-    let (caller, key) = stack.account("walkthrough").await;
-    demo_agent(&stack, &key, &caller.namespace).await;
+    let (_, key) = stack.account("walkthrough").await;
+    demo_agent(&stack, &key).await;
     integration_tests::walkthrough::run(&stack, &key, "README.md", "Walkthrough: an agent's life")
         .await;
 }

@@ -1,16 +1,57 @@
 //! The walkthroughs of the README and the docs, run as they are written: each command of a section's `sh`
 //! block in one bash session against the stack, and each status written under a command
-//! (`# 201 …`) checked. Only the block's first two lines, which name the reader's API and key,
-//! are the stack's own here.
+//! (`# 201 …`) checked, and so is the body written after it (`# 200 {"status":"OK"}`): its
+//! pieces between `…` or a `<placeholder>` must appear in the command's output, in order. Only
+//! the block's first two lines, which name the reader's API and key, are the stack's own here.
 
 use crate::stack::{Stack, bearer};
 use shared::auth::ApiKey;
 
-/// One command of the walkthrough (continued lines joined) and the status written under it.
+/// One command of the walkthrough (continued lines joined), and the status and body written
+/// under it.
 #[derive(Debug)]
 struct Step {
     command: String,
     expected_status: Option<u16>,
+    /// The body's pieces, in order; none when the comment writes no body.
+    expected_body: Vec<String>,
+}
+
+/// The pieces of a body as a comment writes it: its text between the `…` and `<placeholder>`
+/// that stand for anything. A comment that is not a body (prose) has none.
+fn body_pieces(written: &str) -> Vec<String> {
+    let written = written.trim();
+    if !written.starts_with(['{', '"']) {
+        return Vec::new();
+    }
+    let mut pieces = vec![String::new()];
+    let mut placeholder = false;
+    for c in written.chars() {
+        match c {
+            '…' => pieces.push(String::new()),
+            '<' if !placeholder => {
+                placeholder = true;
+                pieces.push(String::new());
+            }
+            '>' if placeholder => placeholder = false,
+            _ if placeholder => {}
+            c => pieces.last_mut().expect("one piece at least").push(c),
+        }
+    }
+    pieces.retain(|piece| !piece.is_empty());
+    pieces
+}
+
+/// Whether `output` holds every piece, in order.
+fn holds_in_order(output: &str, pieces: &[String]) -> bool {
+    let mut rest = output;
+    pieces.iter().all(|piece| match rest.find(piece.as_str()) {
+        Some(at) => {
+            rest = &rest[at + piece.len()..];
+            true
+        }
+        None => false,
+    })
 }
 
 /// The first `sh` block of the section of `file` (a path from the checkout's root) whose
@@ -45,18 +86,18 @@ fn steps(block: &str) -> Vec<Step> {
                 None => steps.push(Step {
                     command,
                     expected_status: None,
+                    expected_body: Vec::new(),
                 }),
             }
         } else if let Some(comment) = line.strip_prefix('#') {
-            let status = comment
-                .trim()
-                .split(' ')
-                .next()
-                .and_then(|w| w.parse().ok());
+            let comment = comment.trim();
+            let (first, written) = comment.split_once(' ').unwrap_or((comment, ""));
+            let status = first.parse().ok();
             if let (Some(status), Some(last)) = (status, steps.last_mut())
                 && last.expected_status.is_none()
             {
                 last.expected_status = Some(status);
+                last.expected_body = body_pieces(written);
             }
         } else if line.trim().is_empty() {
         } else if line.ends_with('\\') {
@@ -65,6 +106,7 @@ fn steps(block: &str) -> Vec<Step> {
             steps.push(Step {
                 command: line.to_owned(),
                 expected_status: None,
+                expected_body: Vec::new(),
             });
         }
     }
@@ -72,7 +114,7 @@ fn steps(block: &str) -> Vec<Step> {
 }
 
 /// Runs the block of `file`'s section `heading` against `stack` as `key`'s account: every command
-/// exits 0 and answers the status written under it.
+/// exits 0 and answers the status and body written under it.
 pub async fn run(stack: &Stack, key: &ApiKey, file: &str, heading: &str) {
     let steps = steps(&walkthrough_block(file, heading));
     assert!(steps.len() > 3, "{heading}: {steps:?}");
@@ -85,7 +127,7 @@ pub async fn run(stack: &Stack, key: &ApiKey, file: &str, heading: &str) {
     );
     for (index, step) in steps.iter().enumerate() {
         script.push_str(&format!(
-            "echo '@@STEP {index}' >&2\n{}\necho \"@@EXIT $?\" >&2\n",
+            "echo '@@STEP {index}' >&2\necho '@@STEP {index}'\n{}\necho \"@@EXIT $?\" >&2\n",
             step.command
         ));
     }
@@ -112,6 +154,17 @@ pub async fn run(stack: &Stack, key: &ApiKey, file: &str, heading: &str) {
             .next()
             .unwrap_or_default();
         assert_eq!(exit, "0", "{}\n{trace}\n{stdout}", step.command);
+        let printed = stdout
+            .split(&marker)
+            .nth(1)
+            .map(|rest| rest.split("@@STEP ").next().unwrap_or(rest))
+            .unwrap_or_default();
+        assert!(
+            holds_in_order(printed, &step.expected_body),
+            "{}\nanswered {printed}\nnot the body written under it: {:?}",
+            step.command,
+            step.expected_body
+        );
         if let Some(expected) = step.expected_status {
             let status = before_exit
                 .lines()
@@ -124,5 +177,31 @@ pub async fn run(stack: &Stack, key: &ApiKey, file: &str, heading: &str) {
                 step.command
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_written_body_is_its_pieces_between_ellipses_and_placeholders() {
+        let pieces = body_pieces(r#"{…,"activeDeploymentId":"<a new id>","ready":true,…}"#);
+        assert_eq!(
+            pieces,
+            [
+                r#"{"#,
+                r#","activeDeploymentId":""#,
+                r#"","ready":true,"#,
+                "}"
+            ]
+        );
+        assert!(body_pieces("(prose, not a body)").is_empty());
+        let answer = r#"{"name":"a","activeDeploymentId":"0193","ready":true,"x":1}"#;
+        assert!(holds_in_order(answer, &pieces));
+        let not_ready = r#"{"activeDeploymentId":"0193","ready":false}"#;
+        assert!(!holds_in_order(not_ready, &pieces));
+        let reordered = r#"{"ready":true,"activeDeploymentId":"0193"}"#;
+        assert!(!holds_in_order(reordered, &pieces), "in order");
     }
 }
