@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The platform's two images for AWS (ECS on Fargate, ARM64), built without a registry: each is
-# one arm64 release binary of the data-plane crate and the arm64 glibc libraries it links,
-# loaded (`docker load` of an archive written here) as an image of nothing else (no shell, no
-# package), run as 65534.
+# one arm64 release binary (the agent-holder crate's holder, the data-plane crate's data-plane)
+# and the arm64 glibc libraries it links, loaded (`docker load` of an archive written here) as
+# an image of nothing else (no shell, no package), run as 65534.
 #
 #   scripts/images.sh build [REV]   build both images from commit REV (HEAD), print their names
 #   scripts/images.sh push [REV]    build them if absent, ensure the ECR repository, push, print
@@ -43,12 +43,12 @@ export_source() {
   git -C "$root" archive "$rev" | tar -x -m -C "$src"
 }
 
-# One cargo invocation for the binaries REV has, as scripts/build.sh builds the functions.
+# build_binaries SRC SELECTION...: one cargo invocation for the binaries REV has (SELECTION:
+# cargo's -p and --bin arguments), as scripts/build.sh builds the functions.
 build_binaries() {
   local src=$1
   shift
-  local bins=() bin lock_before
-  for bin in "$@"; do bins+=(--bin "$bin"); done
+  local lock_before
   "$root/scripts/local.sh" cargo-lambda
   "$root/scripts/local.sh" arm64-toolchain
   lock_before=$(sha256sum "$src/Cargo.lock")
@@ -58,8 +58,7 @@ build_binaries() {
     export PATH="$local_dir/venv/bin:$PATH" RUSTC=/usr/bin/rustc CARGO_INCREMENTAL=0
     export CARGO_TARGET_DIR="$target_dir" AWS_LC_SYS_NO_JITTER_ENTROPY=1
     # cargo lambda moves each binary to LAMBDA_DIR/<bin>/bootstrap.
-    cargo lambda build --release --arm64 --quiet --lambda-dir "$bin_dir" \
-      -p data-plane "${bins[@]}" >&2
+    cargo lambda build --release --arm64 --quiet --lambda-dir "$bin_dir" "$@" >&2
   )
   [ "$(sha256sum "$src/Cargo.lock")" = "$lock_before" ] \
     || log "note: the commit's Cargo.lock did not match its manifests; cargo resolved it again"
@@ -176,7 +175,7 @@ verify_image() {
 
 # build REV: both images (or the holder alone if REV has no data-plane binary yet; then fails).
 build() {
-  local rev=${1:-HEAD} commit holder data_plane bins=(holder) started src sysroot
+  local rev=${1:-HEAD} commit holder data_plane selection=() started src sysroot
   commit=$(commit_of "$rev")
   holder=$(image_name holder "$commit")
   data_plane=$(image_name data-plane "$commit")
@@ -187,13 +186,20 @@ build() {
     { [ $has_data_plane = no ] || docker image inspect "$data_plane" >/dev/null 2>&1; }; then
     log "already built for $commit"
   else
-    if [ $has_data_plane = yes ]; then bins+=(data-plane); fi
+    # The holder from its own crate, whose few dependencies are all it builds when alone; a REV
+    # without that crate has it as the data plane crate's binary.
+    if git -C "$root" cat-file -e "$commit:holder/Cargo.toml" 2>/dev/null; then
+      selection=(-p agent-holder --bin holder)
+    else
+      selection=(-p data-plane --bin holder)
+    fi
+    if [ $has_data_plane = yes ]; then selection+=(-p data-plane --bin data-plane); fi
     src="$work/src"
     sysroot="$work/sysroot-arm64"
     export_source "$commit" "$src"
     started=$SECONDS
-    log "building ${bins[*]} for $target (release) from $commit"
-    build_binaries "$src" "${bins[@]}"
+    log "building ${selection[*]} for $target (release) from $commit"
+    build_binaries "$src" "${selection[@]}"
     log "cargo lambda build: $((SECONDS - started)) s"
     unpack_libraries "$sysroot"
     import_image "$bin_dir/holder/bootstrap" holder "$holder" "$commit" "$sysroot"

@@ -24,8 +24,8 @@
 #   scripts/local.sh example-image         the example agent's image (examples/agent/), built here
 #                                          from Debian when absent; prints its name (tagged with
 #                                          agent.py's digest) as the last line
-#   scripts/local.sh holder-image          the holder's image (dataplane/src/bin/holder.rs): the
-#                                          binary and the libraries it links, imported; prints
+#   scripts/local.sh holder-image          the holder's image (holder/, the crate agent-holder):
+#                                          the binary and the libraries it links, imported; prints
 #                                          its name (tagged with the binary's digest) last
 #   scripts/local.sh docker-bridge-ip      the host's address on Docker's bridge (what a function
 #                                          container reaches the host's DynamoDB Local on)
@@ -36,7 +36,8 @@
 #                                          stack then runs without a console)
 #   scripts/local.sh chromium              Debian's chromium for the console's e2e (apt on first
 #                                          use); prints its path
-#   scripts/local.sh build BIN...          the workspace's binaries BIN for this machine, as
+#   scripts/local.sh build [-p PACKAGE] BIN...
+#                                          the workspace's binaries BIN for this machine, as
 #                                          cargo lambda builds the functions (see host_build);
 #                                          prints the directory they are in
 #   scripts/local.sh host-triple           this machine's target triple (rustc's host)
@@ -323,21 +324,26 @@ host_triple() {
   rustc -vV | sed -n 's/^host: //p'
 }
 
-# host_build BIN...: `cargo build` of the binaries BIN in the default members' feature set and
-# cargo's directory for this machine's target triple, where cargo lambda builds the functions
-# (it always names a target). The holder, the operator command and the development data plane
-# then share one build of the dependencies with the functions: `-p` or the plain target
-# directory would each unify features of their own, and cost a full build each. Prints the
-# directory.
+# host_build [-p PACKAGE] BIN...: `cargo build` of the binaries BIN in cargo's directory for
+# this machine's target triple, where cargo lambda builds the functions (it always names a
+# target). Without -p, in the default members' feature set: the operator command and the
+# development data plane then share one build of the dependencies with the functions (`-p` or
+# the plain target directory would each unify features of their own, and cost a full build
+# each). With -p, the package's own dependencies alone: the holder's are few and none an SDK, so
+# its image never waits for the workspace's build. Prints the directory.
 host_build() {
-  local triple bins=()
+  local triple package=() bins=()
+  if [ "${1:-}" = -p ]; then
+    package=(-p "$2")
+    shift 2
+  fi
   triple=$(host_triple)
   for bin in "$@"; do bins+=(--bin "$bin"); done
-  (cd "$root" && cargo build --quiet --target "$triple" "${bins[@]}" >&2)
+  (cd "$root" && cargo build --quiet --target "$triple" "${package[@]}" "${bins[@]}" >&2)
   echo "${CARGO_TARGET_DIR:-$root/target}/$triple/debug"
 }
 
-# The holder's image: the binary (host_build holder) at /holder and
+# The holder's image: the binary (host_build -p agent-holder holder) at /holder and
 # the libraries ldd names at their own paths, imported as an image of nothing else (no shell, no
 # package), run as nobody. Its tag is the binary's digest: an unchanged binary is not imported
 # again. Prints the image's name.
@@ -346,7 +352,7 @@ ensure_holder_image() {
   mkdir -p "$local_dir"
   exec {lock}>"$local_dir/holder-image.lock"
   flock "$lock"
-  binary="$(host_build holder)/holder"
+  binary="$(host_build -p agent-holder holder)/holder"
   digest=$(sha256sum "$binary" | cut -c 1-12)
   image="agent-hosting.local/holder:$digest"
   if ! docker image inspect "$image" >/dev/null 2>&1; then
@@ -480,5 +486,5 @@ case "${1:-}" in
   aws-cli) ensure_aws_cli ;;
   moto-start) shift; moto_start "$@" ;;
   cursor-secret) shift; cursor_secret "$@" ;;
-  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|aws-cli|docker-engine|lambda-image ARCH|example-image|holder-image|docker-bridge-ip|console|chromium|build BIN...|host-triple"; exit 2 ;;
+  *) log "usage: $0 tools|dynamodb-tools|sam-tools|checkov|schemathesis|arm64-toolchain|cargo-lambda|free-port|dynamodb-start PORT [DATA_DIR]|dynamodb-stop PID|moto|moto-start PORT [HOST]|cursor-secret ENDPOINT|pipecat-cli|aws-cli|docker-engine|lambda-image ARCH|example-image|holder-image|docker-bridge-ip|console|chromium|build [-p PACKAGE] BIN...|host-triple"; exit 2 ;;
 esac

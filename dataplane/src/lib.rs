@@ -9,18 +9,17 @@
 //! - [`ports`]: where reports and lines go;
 //! - [`replica`]: what a replica is (its spec, labels, limits, what became of it);
 //! - [`events`]: the control plane's events as the data plane takes them;
-//! - [`contract`]: the container contract (`/readyz`, `POST /bot`), the anchor's;
-//! - [`holder`]: the replica's holder of a session's `POST /bot`, its server and its client;
+//! - [`agent_holder`] (holder/, a crate of its own): the replica's holder of a session's
+//!   `POST /bot`, its server and its client, and the container contract (`/readyz`,
+//!   `POST /bot`), the anchor's;
 //! - [`logs`]: a replica's lines, carried to the ingest path under the right stream;
 //! - [`recovery`]: what should run, read from the agents table when a data plane starts;
 //! - [`service`]: the data plane on AWS: its settings, its inbox (SQS) and its reports.
 
-pub mod contract;
 pub mod docker;
 pub mod ecs;
 pub mod engine;
 pub mod events;
-pub mod holder;
 pub mod logs;
 pub mod ports;
 pub mod reconciler;

@@ -236,8 +236,8 @@ pub struct ReplicaView {
     pub labels: ReplicaLabels,
     /// Where its container contract answers (port 8080), once it has an address.
     pub address: Option<SocketAddr>,
-    /// Where its holder answers (`holder::HOLDER_PORT` in the agent's network namespace), once
-    /// it has an address: sessions are handed to it and their ends asked of it.
+    /// Where its holder answers (`agent_holder::HOLDER_PORT` in the agent's network namespace),
+    /// once it has an address: sessions are handed to it and their ends asked of it.
     pub holder: Option<SocketAddr>,
     pub status: ReplicaStatus,
 }

@@ -10,10 +10,10 @@ mod support;
 
 use std::time::Duration;
 
-use data_plane::contract::BotRequest;
+use agent_holder::contract::BotRequest;
+use agent_holder::{HOLDER_PORT, HolderState, Outcome, client};
 use data_plane::docker::{ENABLE_ICC, network_name};
 use data_plane::engine::{Engine, EngineError, LogLine, Output, RunError, STOP_GRACE};
-use data_plane::holder::{HOLDER_PORT, HolderState, Outcome, client};
 use data_plane::replica::{ExitReason, PullAuth, ReplicaId, ReplicaStatus, label};
 use futures_util::StreamExt;
 use support::{Stack, docker, engine, exec, http, listed_until, ready};

@@ -84,6 +84,7 @@ fn every_crate_module_document_and_script_is_named() {
         "admin/",
         "devplane/",
         "dataplane/",
+        "holder/",
         "examples/agent/",
         "tests/",
         "bench/",

@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 
+use agent_holder::HOLDER_PORT;
 use bollard::Docker;
 use bollard::models::{ContainerSummary, ContainerSummaryStateEnum};
 use bollard::query_parameters::ListContainersOptions;
@@ -14,7 +15,6 @@ use bollard::query_parameters::ListContainersOptions;
 use super::error;
 use super::network::network_name;
 use crate::engine::EngineError;
-use crate::holder::HOLDER_PORT;
 use crate::replica::{
     AGENT_PORT, ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus, ReplicaView, label,
 };

@@ -3,6 +3,7 @@
 //! never appear here: the agent's secret keys are named by reference (`secrets`, a Secrets
 //! Manager ARN and JSON key), and so are the pull credentials (`repositoryCredentials`).
 
+use agent_holder::HOLDER_PORT;
 use aws_sdk_ecs::types::{
     ContainerCondition, ContainerDefinition, ContainerDependency, CpuArchitecture,
     KernelCapabilities, KeyValuePair, LinuxParameters, LogConfiguration, LogDriver, OsFamily,
@@ -11,7 +12,6 @@ use aws_sdk_ecs::types::{
 
 use super::EcsConfig;
 use crate::engine::STOP_GRACE;
-use crate::holder::HOLDER_PORT;
 use crate::replica::{
     AGENT_PORT, DROPPED_CAPABILITIES, Limits, NodeType, ReplicaLabels, ReplicaSpec,
 };

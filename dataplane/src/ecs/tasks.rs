@@ -5,13 +5,13 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use agent_holder::HOLDER_PORT;
 use aws_sdk_ecs::Client;
 use aws_sdk_ecs::types::{DesiredStatus, Task, TaskField, TaskStopCode};
 
 use super::definition::AGENT_CONTAINER;
 use super::error::sdk_error;
 use crate::engine::EngineError;
-use crate::holder::HOLDER_PORT;
 use crate::replica::{
     AGENT_PORT, ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus, pull_message,
 };

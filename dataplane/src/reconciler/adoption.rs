@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_holder::{HolderState, client};
 use shared::secrets::store::{DataKeyOpener, SecretStore};
 use time::OffsetDateTime;
 
@@ -24,7 +25,6 @@ use super::sessions::Detail;
 use super::state::{Phase, Session, SessionPhase};
 use crate::engine::Engine;
 use crate::events::AgentRef;
-use crate::holder::{self, HolderState};
 use crate::ports::Reports;
 use crate::replica::{ReplicaId, ReplicaLabels};
 
@@ -70,11 +70,9 @@ where
     /// it so; a held session's end is then awaited in a task of its own.
     pub(super) async fn adopt(self: &Arc<Self>, adoptions: Vec<Adoption>) {
         let asked = adoptions.into_iter().map(|adoption| async move {
-            let asked = tokio::time::timeout(
-                ASK_BOUND,
-                holder::client::state(adoption.holder, Duration::ZERO),
-            )
-            .await;
+            let asked =
+                tokio::time::timeout(ASK_BOUND, client::state(adoption.holder, Duration::ZERO))
+                    .await;
             (adoption, asked)
         });
         for (adoption, asked) in futures_util::future::join_all(asked).await {

@@ -9,13 +9,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_holder::contract;
 use shared::agent::DeploymentState;
 use shared::secrets::store::{DataKeyOpener, SecretStore};
 
 use super::DataPlane;
 use super::failures::Failure;
 use super::state::Phase;
-use crate::contract;
 use crate::engine::Engine;
 use crate::ports::Reports;
 use crate::replica::ReplicaId;

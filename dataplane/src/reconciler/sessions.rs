@@ -9,6 +9,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_holder::contract::{BotOutcome, BotRequest};
+use agent_holder::{HolderState, MAX_WAIT, Outcome, client};
 use serde_json::{Value, json};
 use shared::secrets::store::{DataKeyOpener, SecretStore};
 use shared::session::{START_TIMEOUT, SessionRequest, Transport, completion};
@@ -16,10 +18,8 @@ use time::OffsetDateTime;
 
 use super::DataPlane;
 use super::state::{Session, SessionPhase};
-use crate::contract::{BotOutcome, BotRequest};
 use crate::engine::Engine;
 use crate::events::AgentRef;
-use crate::holder::{self, HolderState, MAX_WAIT, Outcome};
 use crate::ports::{Reports, SessionStatus};
 use crate::replica::{ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus};
 
@@ -77,7 +77,9 @@ where
             request: BotRequest {
                 session_id: session_id.clone(),
                 body: body_of(&request),
-                transport: request.transport,
+                transport: request
+                    .transport
+                    .map(|transport| transport.name().to_owned()),
                 room: None,
             },
             requested_at: Instant::now(),
@@ -256,7 +258,7 @@ where
         // the deployment's stream); a replica that does not take it is stopped, never reused.
         let at = OffsetDateTime::now_utc();
         self.shipper.hand_over(&replica, &session_id, at);
-        if let Err(error) = holder::client::hand_over(address, &request).await {
+        if let Err(error) = client::hand_over(address, &request).await {
             tracing::warn!(%session_id, %replica, %error, "the replica did not take the session");
             if self.end(&session_id).is_some() {
                 let detail = Detail::ended(completion::AGENT_ERROR);
@@ -299,7 +301,7 @@ where
             if !held {
                 return None;
             }
-            match holder::client::state(holder, MAX_WAIT).await {
+            match client::state(holder, MAX_WAIT).await {
                 Ok(HolderState::Ended {
                     session_id: ended,
                     outcome,

@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use agent_holder::contract::BotRequest;
+
 use super::deployments::Deployments;
 use super::plan::Running;
 use super::retirement::Retirements;
-use crate::contract::BotRequest;
 use crate::events::AgentRef;
 use crate::replica::{ReplicaId, ReplicaLabels, ReplicaView};
 

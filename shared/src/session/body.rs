@@ -142,6 +142,15 @@ mod tests {
     }
 
     #[test]
+    fn each_transport_is_taken_by_its_name_and_written_as_it() {
+        for transport in [Transport::Daily, Transport::Webrtc, Transport::Websocket] {
+            let request = start_request(Some(json!({"transport": transport.name()}))).unwrap();
+            assert_eq!(request.transport, Some(transport));
+            assert_eq!(serde_json::to_value(transport).unwrap(), transport.name());
+        }
+    }
+
+    #[test]
     fn a_body_of_48_kib_is_taken_and_one_byte_more_is_not() {
         // {"k":"…"} is 8 bytes around the string.
         let at_limit = json!({"body": {"k": "x".repeat(MAX_SESSION_BODY_BYTES - 8)}});

@@ -56,6 +56,17 @@ pub enum Transport {
     Websocket,
 }
 
+impl Transport {
+    /// Its name as JSON writes it, which the agent's `X-Daily-Transport-Type` also carries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Daily => "daily",
+            Transport::Webrtc => "webrtc",
+            Transport::Websocket => "websocket",
+        }
+    }
+}
+
 /// What the start asked for, handed to the data plane as given: it makes rooms and tokens (the
 /// control plane holds no transport credentials).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use agent_holder::contract::{SESSION_ID_HEADER, TRANSPORT_HEADER};
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -18,7 +19,6 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::book::{Level, LogBook};
-use crate::contract::{SESSION_ID_HEADER, TRANSPORT_HEADER};
 use crate::replica::{EnvVar, ExitReason, ReplicaId};
 
 const DEFAULT_READY_AFTER: Duration = Duration::from_millis(300);

@@ -1,10 +1,10 @@
 //! A scriptable engine for the reconciler's scenarios: every replica of [`EXAMPLE_IMAGE`] is an
 //! in-process agent (an HTTP server on 127.0.0.1) that keeps the container contract and the test
 //! knobs the example agent (examples/agent/agent.py) shares with it, so one scenario runs on
-//! both engines, beside the real holder's server (src/holder/) handing sessions to it, as in a
-//! replica's two containers. Any other image fails to pull, as a registry refuses an unknown
-//! repository: within `run`, or after it for [`LATE_UNPULLABLE_IMAGE`] (as on ECS, whose task
-//! stops `TaskFailedToStart` once RunTask answered).
+//! both engines, beside the real holder's server (holder/src/server.rs) handing sessions to it,
+//! as in a replica's two containers. Any other image fails to pull, as a registry refuses an
+//! unknown repository: within `run`, or after it for [`LATE_UNPULLABLE_IMAGE`] (as on ECS, whose
+//! task stops `TaskFailedToStart` once RunTask answered).
 
 mod agent;
 mod book;
@@ -14,6 +14,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use agent_holder::server::{self as holder, Holder};
 use futures_util::stream::BoxStream;
 use http::HeaderMap;
 use time::OffsetDateTime;
@@ -21,7 +22,6 @@ use tokio::net::TcpListener;
 use tokio::task::AbortHandle;
 
 use crate::engine::{Engine, EngineError, LogLine, RunError};
-use crate::holder::server::{self as holder, Holder};
 use crate::replica::{
     ExitReason, ReplicaId, ReplicaSpec, ReplicaStatus, ReplicaView, pull_message,
 };

@@ -1,11 +1,12 @@
 //! The fake's replicas keep the example agent's knobs, through the contract's own client.
 
+use agent_holder::contract::{self, BotOutcome, BotRequest, HeldSession};
+use agent_holder::{HolderState, Outcome, client};
 use futures_util::StreamExt;
 use serde_json::json;
 use tokio::time::timeout;
 
 use super::*;
-use crate::contract::{self, BotOutcome, BotRequest, HeldSession};
 use crate::replica::{EnvVar, Limits, NodeType, ReplicaLabels};
 
 const BOUND: Duration = Duration::from_secs(10);
@@ -63,7 +64,7 @@ async fn session(addr: SocketAddr, body: serde_json::Value) -> HeldSession {
     let request = BotRequest {
         session_id: SESSION.into(),
         body,
-        transport: Some(shared::session::Transport::Websocket),
+        transport: Some(shared::session::Transport::Websocket.name().to_owned()),
         room: None,
     };
     timeout(BOUND, contract::hand_over(addr, &request))
@@ -381,13 +382,11 @@ async fn dropping_the_engine_stops_its_replicas() {
 }
 
 /// The holder's state once it says `ended`, by its long poll.
-async fn holder_ended(holder: SocketAddr) -> crate::holder::HolderState {
+async fn holder_ended(holder: SocketAddr) -> HolderState {
     timeout(BOUND, async {
         loop {
-            let state = crate::holder::client::state(holder, Duration::from_secs(2))
-                .await
-                .unwrap();
-            if matches!(state, crate::holder::HolderState::Ended { .. }) {
+            let state = client::state(holder, Duration::from_secs(2)).await.unwrap();
+            if matches!(state, HolderState::Ended { .. }) {
                 return state;
             }
         }
@@ -398,7 +397,6 @@ async fn holder_ended(holder: SocketAddr) -> crate::holder::HolderState {
 
 #[tokio::test]
 async fn its_holder_hands_the_session_to_its_agent_and_outlives_the_agents_exit() {
-    use crate::holder::{HolderState, Outcome, client};
     let engine = FakeEngine::new();
     let (id, _) = ready_replica(&engine).await;
     let holder = view(&engine, &id).await.holder.unwrap();

@@ -4,12 +4,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use agent_holder::{HolderState, client};
 use serde_json::json;
 use shared::agent::DeploymentState;
 
 use super::watched::Asked;
 use super::{Harness, Running, WAIT, agent, replicas_holding};
-use crate::holder::{self, HolderState};
 use crate::replica::{ReplicaId, ReplicaView};
 
 /// After a restart, an idle replica of a deployment still wanted is counted in the reserve
@@ -171,7 +171,7 @@ async fn holder_ended(view: &ReplicaView) {
         .expect("a running replica's holder has an address");
     let ended = tokio::time::timeout(WAIT, async {
         loop {
-            match holder::client::state(address, Duration::from_secs(5)).await {
+            match client::state(address, Duration::from_secs(5)).await {
                 Ok(HolderState::Ended { .. }) => return,
                 Ok(_) => {}
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,

@@ -20,8 +20,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinSet;
 
-use super::{BotRequest, HolderState, MAX_WAIT, Outcome, Refusal};
 use crate::contract::{self, BotOutcome, HeldSession};
+use crate::{BotRequest, HolderState, MAX_WAIT, Outcome, Refusal};
 
 /// The largest `POST /session` body taken (the start's body is bounded well below this).
 const MAX_BODY_BYTES: usize = 1024 * 1024;

@@ -13,9 +13,14 @@
 //! No token: only the data plane can reach the port (Docker: inter-container traffic is off on
 //! the namespace's network; Fargate: the security group), and all the agent could do through it
 //! (end its own session) it can do by answering `/bot`. [`server`] is the holder, [`client`]
-//! the data plane's side.
+//! the data plane's side, and [`contract`] the container contract (the anchor's `GET /readyz`
+//! and `POST /bot`) that the holder speaks to the agent and the data plane asks readiness by.
+//!
+//! A crate of its own, apart from the data plane: the holder runs in every replica, and its
+//! build needs none of the data plane's AWS SDKs.
 
 pub mod client;
+pub mod contract;
 pub mod server;
 
 use std::time::Duration;

@@ -18,7 +18,6 @@ use http_body_util::Empty;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
-use shared::session::Transport;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -41,8 +40,12 @@ pub struct BotRequest {
     pub session_id: String,
     /// The start's `body`, an object (`{}` when none).
     pub body: serde_json::Value,
+    /// The transport the start asked for, by the name `X-Daily-Transport-Type` carries: `daily`,
+    /// `webrtc` or `websocket`, `shared::session::Transport`'s JSON names. Text rather than that
+    /// enum: the holder only forwards it, and depending on `shared` would build the AWS SDKs
+    /// into the holder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transport: Option<Transport>,
+    pub transport: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub room: Option<DailyRoom>,
 }
@@ -149,8 +152,8 @@ fn bot_request(addr: SocketAddr, request: &BotRequest) -> Result<Request<Bytes>,
             SESSION_ID_HEADER,
             value(SESSION_ID_HEADER, &request.session_id)?,
         );
-    if let Some(transport) = request.transport {
-        builder = builder.header(TRANSPORT_HEADER, transport_name(transport));
+    if let Some(transport) = &request.transport {
+        builder = builder.header(TRANSPORT_HEADER, value(TRANSPORT_HEADER, transport)?);
     }
     if let Some(room) = &request.room {
         builder = builder
@@ -166,14 +169,6 @@ fn bot_request(addr: SocketAddr, request: &BotRequest) -> Result<Request<Bytes>,
 fn value(name: &str, text: &str) -> Result<HeaderValue, HandOverError> {
     HeaderValue::from_str(text)
         .map_err(|_| HandOverError::WriteFailed(format!("{name} is not a valid header value")))
-}
-
-fn transport_name(transport: Transport) -> &'static str {
-    match transport {
-        Transport::Daily => "daily",
-        Transport::Webrtc => "webrtc",
-        Transport::Websocket => "websocket",
-    }
 }
 
 async fn write_bot(

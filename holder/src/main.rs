@@ -1,17 +1,20 @@
-//! The holder (src/holder/): serves `HOLDER_PORT` on every address of the replica's network
+//! The holder (src/lib.rs): serves `HOLDER_PORT` on every address of the replica's network
 //! namespace and hands its one session to the agent at `HOLDER_AGENT_ADDR` (127.0.0.1:8080 by
 //! default). It never exits by itself; SIGTERM (the replica's stop) exits 0 at once.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
-use data_plane::holder::{DEFAULT_AGENT_ADDR, HOLDER_PORT, server};
+use agent_holder::{DEFAULT_AGENT_ADDR, HOLDER_PORT, server};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    shared::telemetry::init();
+    logs();
     let agent = std::env::var("HOLDER_AGENT_ADDR").unwrap_or_else(|_| DEFAULT_AGENT_ADDR.into());
     let Ok(agent) = agent.parse::<SocketAddr>() else {
         tracing::error!(%agent, "HOLDER_AGENT_ADDR is not an address");
@@ -37,4 +40,32 @@ async fn main() -> ExitCode {
         _ = terminate.recv() => tracing::info!("SIGTERM: the holder exits"),
     }
     ExitCode::SUCCESS
+}
+
+/// JSON lines as the data plane and the functions write them (shared/src/telemetry.rs,
+/// `json_lines`: the event's fields at the top, no target, no time: the log driver stamps each
+/// line), at `RUST_LOG`'s levels, INFO for whatever it does not name.
+fn logs() {
+    let directives = std::env::var("RUST_LOG").unwrap_or_default();
+    // An empty text parses as a directive that turns everything off.
+    let targets: Targets = match directives.trim() {
+        "" => Targets::new(),
+        directives => directives.parse().unwrap_or_default(),
+    };
+    let targets = match targets.default_level() {
+        Some(_) => targets,
+        None => targets.with_default(LevelFilter::INFO),
+    };
+    let lines = tracing_subscriber::fmt::layer()
+        .with_target(false)
+        .without_time()
+        .json()
+        .flatten_event(true)
+        .with_current_span(true)
+        .with_span_list(false);
+    // try_init: a subscriber that cannot be installed is no reason not to serve.
+    let _ = tracing_subscriber::registry()
+        .with(targets)
+        .with(lines)
+        .try_init();
 }

@@ -11,8 +11,8 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use super::{BotRequest, HolderState, MAX_WAIT, Refusal};
 use crate::contract::HAND_OVER_TIMEOUT;
+use crate::{BotRequest, HolderState, MAX_WAIT, Refusal};
 
 /// Beyond the agent's own hand-over bound and a long poll's wait: the round trip to the holder.
 const MARGIN: Duration = Duration::from_secs(5);

@@ -14,10 +14,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::client::{self, Accepted, HolderError};
-use super::server::{Holder, serve};
-use super::{BotRequest, HolderState, Outcome};
+use crate::client::{self, Accepted, HolderError};
 use crate::contract::DailyRoom;
+use crate::server::{Holder, serve};
+use crate::{BotRequest, HolderState, Outcome};
 
 /// A bound for every wait on something the holder does by itself.
 const BOUND: Duration = Duration::from_secs(10);
@@ -257,7 +257,7 @@ fn the_session_body_is_camel_case_json_and_its_token_never_in_debug() {
     let request = BotRequest {
         session_id: "s1".into(),
         body: json!({"a": 1}),
-        transport: Some(shared::session::Transport::Daily),
+        transport: Some("daily".into()),
         room: Some(DailyRoom {
             url: "https://acme.daily.co/r".into(),
             token: "room-secret".into(),

@@ -89,7 +89,7 @@ fn request() -> BotRequest {
     BotRequest {
         session_id: "0198c0de-0000-7000-8000-000000000001".into(),
         body: json!({"durationSeconds": 30, "greeting": "hello"}),
-        transport: Some(Transport::Daily),
+        transport: Some("daily".into()),
         room: Some(DailyRoom {
             url: "https://acme.daily.co/room-1".into(),
             token: "room-token-secret".into(),
@@ -142,17 +142,10 @@ async fn post_bot_carries_the_body_and_the_session_headers() {
 #[tokio::test]
 async fn the_transport_and_room_headers_are_sent_only_when_asked_for() {
     let (addr, mut received) = agent().await;
-    for (transport, name) in [
-        (Transport::Webrtc, Some("webrtc")),
-        (Transport::Websocket, Some("websocket")),
-    ]
-    .map(|(t, n)| (Some(t), n))
-    .into_iter()
-    .chain([(None, None)])
-    {
+    for transport in [Some("webrtc"), Some("websocket"), None] {
         let request = BotRequest {
             body: json!({}),
-            transport,
+            transport: transport.map(str::to_owned),
             room: None,
             ..request()
         };
@@ -163,7 +156,7 @@ async fn the_transport_and_room_headers_are_sent_only_when_asked_for() {
                 .get(name)
                 .map(|v| v.to_str().unwrap().to_owned())
         };
-        assert_eq!(header("x-daily-transport-type").as_deref(), name);
+        assert_eq!(header("x-daily-transport-type").as_deref(), transport);
         assert_eq!(header("x-daily-room-url"), None);
         assert_eq!(header("x-daily-room-token"), None);
         assert!(header("x-daily-session-id").is_some());
@@ -281,4 +274,18 @@ async fn a_room_token_that_cannot_be_a_header_is_refused_without_its_value() {
     };
     assert!(reason.contains(ROOM_TOKEN_HEADER), "{reason}");
     assert!(!reason.contains("secret"), "{reason}");
+}
+
+#[tokio::test]
+async fn a_transport_that_cannot_be_a_header_is_refused() {
+    let (addr, _received) = agent().await;
+    let request = BotRequest {
+        transport: Some("daily\nx".into()),
+        ..request()
+    };
+    let refused = timeout(BOUND, hand_over(addr, &request)).await.unwrap();
+    let Err(HandOverError::WriteFailed(reason)) = refused else {
+        panic!("{refused:?}")
+    };
+    assert!(reason.contains(TRANSPORT_HEADER), "{reason}");
 }
