@@ -7,7 +7,7 @@ use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::KeyStore;
-use shared::http::allow;
+use shared::http::{Callers, allow};
 use shared::session::{SessionRecord, SessionStore, SessionView, lifecycle};
 
 pub async fn handle<A: AgentStore, S: SessionStore, K: KeyStore>(
@@ -29,8 +29,14 @@ async fn get_session<A: AgentStore, S: SessionStore, K: KeyStore>(
     keys: &K,
     request: &Request,
 ) -> Result<SessionRecord, ApiError> {
-    let (caller, name) =
-        shared::http::agent_route(request, keys, Method::GET, allow::SESSION).await?;
+    let (caller, name) = shared::http::agent_route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::GET,
+        allow::SESSION,
+    )
+    .await?;
     let id = shared::http::session_id(request)?;
     lifecycle::find(agents, sessions, &caller, &name, &id).await
 }

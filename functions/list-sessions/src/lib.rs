@@ -8,7 +8,7 @@ use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::KeyStore;
 use shared::cursor::CursorKey;
-use shared::http::allow;
+use shared::http::{Callers, allow};
 use shared::session::SessionStore;
 use shared::session::listing::{self, SessionList, SessionQuery};
 
@@ -33,8 +33,14 @@ async fn list_sessions<A: AgentStore, S: SessionStore, K: KeyStore>(
     cursor_key: &CursorKey,
     request: &Request,
 ) -> Result<SessionList, ApiError> {
-    let (caller, name) =
-        shared::http::agent_route(request, keys, Method::GET, allow::SESSIONS).await?;
+    let (caller, name) = shared::http::agent_route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::GET,
+        allow::SESSIONS,
+    )
+    .await?;
     let params = request.query_string_parameters_ref();
     let query = SessionQuery::from_params(
         params.into_iter().flat_map(|params| params.iter()),

@@ -8,7 +8,7 @@ use serde::Serialize;
 use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::KeyStore;
-use shared::http::allow;
+use shared::http::{Callers, allow};
 use shared::session::{SessionRecord, SessionStore, lifecycle};
 use shared::timestamp::now_rfc3339_millis;
 
@@ -45,8 +45,14 @@ async fn stop_session<A: AgentStore, S: SessionStore, K: KeyStore>(
     keys: &K,
     request: &Request,
 ) -> Result<SessionRecord, ApiError> {
-    let (caller, name) =
-        shared::http::agent_route(request, keys, Method::DELETE, allow::SESSION).await?;
+    let (caller, name) = shared::http::agent_route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::DELETE,
+        allow::SESSION,
+    )
+    .await?;
     let id = shared::http::session_id(request)?;
     let now = now_rfc3339_millis();
     lifecycle::stop(agents, sessions, &caller, &name, &id, &now).await

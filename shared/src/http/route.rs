@@ -1,10 +1,12 @@
-//! How a request enters a handler: its caller, then its method.
+//! How a request enters a handler: its caller, whether the route takes them, then its method.
 
 use http::Method;
 use lambda_http::Request;
 
+use super::caller::Callers;
 use super::params::agent_name;
 use crate::ApiError;
+use crate::auth::{KeyStore, Principal};
 
 /// The methods each path serves, one function per method (the `Allow` of a 405).
 pub mod allow {
@@ -32,11 +34,7 @@ pub mod allow {
 /// A function serves one method of its path. The gateway (an `ANY` route beside the methods'
 /// own) and `cargo lambda watch` send it the path's other methods too, which get a 405 with the
 /// path's `Allow` (one of [`allow`]) rather than a 404.
-pub fn require_method(
-    request: &Request,
-    method: Method,
-    allow: &'static str,
-) -> Result<(), ApiError> {
+fn require_method(request: &Request, method: Method, allow: &'static str) -> Result<(), ApiError> {
     if *request.method() == method {
         Ok(())
     } else {
@@ -44,29 +42,32 @@ pub fn require_method(
     }
 }
 
-/// What every handler checks first, in the order the contract answers: the caller's key (401),
-/// then the method (405); the caller recorded on the current span as `namespace`.
-pub async fn route<K: crate::auth::KeyStore>(
+/// What every handler checks first, in the order the contract answers: the caller's credential
+/// (401), whether `callers` takes that caller (403), then the method (405); the caller's
+/// namespace recorded on the current span as `namespace`.
+pub async fn route<K: KeyStore>(
     request: &Request,
     keys: &K,
+    callers: Callers,
     method: Method,
     allow: &'static str,
-) -> Result<crate::auth::Principal, ApiError> {
-    let caller = crate::auth::caller(request, keys).await?;
+) -> Result<Principal, ApiError> {
+    let caller = callers.admit(request, keys).await?;
     require_method(request, method, allow)?;
     tracing::Span::current().record("namespace", caller.namespace.as_str());
     Ok(caller)
 }
 
-/// [`route`] for `/v1/agents/{agentName}` and its sub-paths, then the name (404 when no agent
-/// can have it), recorded on the current span as `agent`.
-pub async fn agent_route<K: crate::auth::KeyStore>(
+/// [`route`] for `/v1/agents/{agentName}`, its sub-paths and `/v1/public/{agentName}/start`,
+/// then the name (404 when no agent can have it), recorded on the current span as `agent`.
+pub async fn agent_route<K: KeyStore>(
     request: &Request,
     keys: &K,
+    callers: Callers,
     method: Method,
     allow: &'static str,
-) -> Result<(crate::auth::Principal, String), ApiError> {
-    let caller = route(request, keys, method, allow).await?;
+) -> Result<(Principal, String), ApiError> {
+    let caller = route(request, keys, callers, method, allow).await?;
     let name = agent_name(request).ok_or_else(ApiError::no_agent)?;
     tracing::Span::current().record("agent", name.as_str());
     Ok((caller, name))
