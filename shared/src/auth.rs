@@ -4,22 +4,21 @@
 //! characters + a 6-character base62 CRC32 checksum (GitHub-token style): secret scanners
 //! recognise the prefix, and a mistyped key is refused without a store read. Only the SHA-256 of
 //! a key is stored; the key is shown once, at issue. A public key may only start sessions
-//! (contract section 11): [`caller`] refuses it with 403, [`session_caller`] takes both kinds.
+//! (contract section 11): the kind is told here, and each route's policy (the HTTP edge's
+//! `Callers`) admits or refuses it.
 //!
 //! The same `Authorization: Bearer` header also carries a person's Cognito access token (the
 //! console's; design console section 1): [`bearer_credential`] tells the two apart by shape, and
 //! [`authenticate`] checks either, the token with [`crate::people::Verifier`] and then the
 //! person's item in the accounts table. A person may do what a private key may, and alone may
-//! manage keys ([`person_caller`]).
+//! manage keys.
 
 use std::fmt;
 
 use http::HeaderMap;
-use lambda_http::request::RequestContext;
 use rand::Rng;
 use sha2::{Digest, Sha256};
 
-use crate::ApiError;
 use crate::error::StoreError;
 
 /// The prefix of a private key (`KeyKind::Private`).
@@ -225,6 +224,16 @@ pub struct PersonRecord {
     pub created_at: String,
 }
 
+/// A person acts for the account the accounts table ties them to.
+impl From<PersonRecord> for Principal {
+    fn from(person: PersonRecord) -> Self {
+        Principal {
+            account_id: person.account_id,
+            namespace: person.namespace,
+        }
+    }
+}
+
 /// Who holds the credential: a key of a kind, or a person signed in to the console.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallerKind {
@@ -381,93 +390,16 @@ pub async fn authenticate_token<K: KeyStore>(
     };
     Ok(match keys.find_person(&person_id).await? {
         Some(person) => Some(Caller {
-            principal: Principal {
-                account_id: person.account_id,
-                namespace: person.namespace,
-            },
             kind: CallerKind::Person {
-                person_id: person.person_id,
+                person_id: person.person_id.clone(),
             },
+            principal: person.into(),
         }),
         None => {
             tracing::info!(person_id = %person_id, "token of a person of no account refused");
             None
         }
     })
-}
-
-/// The caller the gateway's authorizer put into the request context, if any. Only the REST
-/// API's context (payload 1.0) counts: that is what the deployed gateway and `sam local` send. A
-/// payload 2.0 request (cargo lambda watch, a function URL) always has its key checked here. A
-/// context with `personId` is a person's (the authorizer then writes no `keyKind`); one without
-/// either is a private key's: the authorizer names public keys, and none existed before it did.
-pub fn caller_from_context(context: Option<&RequestContext>) -> Option<Caller> {
-    let Some(RequestContext::ApiGatewayV1(context)) = context else {
-        return None;
-    };
-    let fields = &context.authorizer.fields;
-    let text = |name: &str| fields.get(name)?.as_str().map(str::to_owned);
-    let kind = match (text(CONTEXT_PERSON_ID), text(CONTEXT_KEY_KIND)) {
-        (Some(person_id), None) if !person_id.is_empty() => CallerKind::Person { person_id },
-        (Some(_), _) => return None,
-        (None, None) => CallerKind::Key(KeyKind::Private),
-        (None, Some(kind)) => CallerKind::Key(kind.parse().ok()?),
-    };
-    Some(Caller {
-        principal: Principal {
-            account_id: text(CONTEXT_ACCOUNT_ID)?,
-            namespace: text(CONTEXT_NAMESPACE)?,
-        },
-        kind,
-    })
-}
-
-/// The caller of a session start, with any credential (a key of either kind, a person): from the gateway authorizer's
-/// context when the request came through the gateway, otherwise (cargo lambda watch, a function
-/// URL) by checking the key here with the same code the authorizer runs. No route is ever
-/// unauthenticated.
-pub async fn session_caller<K: KeyStore>(
-    request: &lambda_http::Request,
-    keys: &K,
-) -> Result<Caller, ApiError> {
-    use lambda_http::RequestExt;
-    match caller_from_context(request.request_context_ref()) {
-        Some(caller) => Ok(caller),
-        None => authenticate(request.headers(), keys)
-            .await?
-            .ok_or(ApiError::Unauthorized),
-    }
-}
-
-/// The caller of every other route: a private key's account or a person's; a public key is a
-/// 403.
-pub async fn caller<K: KeyStore>(
-    request: &lambda_http::Request,
-    keys: &K,
-) -> Result<Principal, ApiError> {
-    let caller = session_caller(request, keys).await?;
-    match caller.kind {
-        CallerKind::Key(KeyKind::Private) | CallerKind::Person { .. } => Ok(caller.principal),
-        CallerKind::Key(KeyKind::Public) => Err(ApiError::Forbidden),
-    }
-}
-
-/// The caller of the routes only a person may use (`/v1/keys`): any API key is a 403, so a
-/// leaked key cannot mint more. The person as the accounts table knows them at this moment.
-pub async fn person_caller<K: KeyStore>(
-    request: &lambda_http::Request,
-    keys: &K,
-) -> Result<PersonRecord, ApiError> {
-    let caller = session_caller(request, keys).await?;
-    let CallerKind::Person { person_id } = caller.kind else {
-        return Err(ApiError::KeysNeedAPerson);
-    };
-    // Through the gateway the context names the person only; their record (e-mail, creation)
-    // is one GetItem, and a person removed since the cached verdict is refused here at once.
-    match keys.find_person(&person_id).await? {
-        Some(person) if person.account_id == caller.principal.account_id => Ok(person),
-        _ => Err(ApiError::Unauthorized),
-    }
 }
 
 #[cfg(test)]

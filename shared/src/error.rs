@@ -1,8 +1,8 @@
 //! The one error type of the API and its mapping to a status and a body.
 //!
-//! Every handler returns `Result<_, ApiError>`; [`crate::http::error_response`] is the only place
-//! that turns one into a response. Messages are written for the caller: never an SDK message, a
-//! table name or a Debug dump. Internal detail travels in `source` and reaches only our own logs.
+//! Every handler returns `Result<_, ApiError>`; `http::error_response` (the HTTP edge) is the
+//! only place that turns one into a response. Messages are written for the caller: never an SDK
+//! message, a table name or a Debug dump. Internal detail travels in `source` and reaches only our own logs.
 
 use http::StatusCode;
 

@@ -17,8 +17,10 @@ pub mod cursor;
 pub mod error;
 #[cfg(feature = "gateway")]
 pub mod gateway;
+#[cfg(feature = "http-edge")]
 pub mod http;
 pub mod idempotency;
+#[cfg(feature = "http-edge")]
 pub mod lambda;
 pub mod logs;
 pub mod manifest;

@@ -18,7 +18,7 @@ use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use shared::ApiError;
 use shared::auth::{KeyStore, Principal};
-use shared::http::Json;
+use shared::http::{Callers, Json};
 
 /// The methods each path serves (a 405's `Allow`).
 pub const ALLOW: &str = "GET";
@@ -128,7 +128,8 @@ async fn account_info<'a, K: KeyStore>(
     region: &'a str,
     request: &Request,
 ) -> Result<Json<Answer<'a>>, ApiError> {
-    let caller = shared::http::route(request, keys, Method::GET, ALLOW).await?;
+    let caller =
+        shared::http::route(request, keys, Callers::KeyOrPerson, Method::GET, ALLOW).await?;
     // The gateway sends only the three paths; any other (a misrouted request) is no resource.
     let route = Route::of(request).ok_or_else(|| {
         ApiError::NotFound("No such resource; the API lives under /v1".to_owned())

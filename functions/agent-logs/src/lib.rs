@@ -8,7 +8,7 @@ use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::KeyStore;
 use shared::cursor::CursorKey;
-use shared::http::{Json, allow};
+use shared::http::{Callers, Json, allow};
 use shared::logs::{self, LogFilter, LogQuery, LogStore, LogsPage};
 
 /// Settings read once at cold start.
@@ -37,8 +37,14 @@ async fn agent_logs<A: AgentStore, L: LogStore, K: KeyStore>(
     settings: Settings,
     request: &Request,
 ) -> Result<Json<LogsPage>, ApiError> {
-    let (caller, name) =
-        shared::http::agent_route(request, keys, Method::GET, allow::AGENT_LOGS).await?;
+    let (caller, name) = shared::http::agent_route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::GET,
+        allow::AGENT_LOGS,
+    )
+    .await?;
 
     let params = request.query_string_parameters_ref();
     let query = LogQuery::from_params(params.into_iter().flat_map(|params| params.iter()))?;

@@ -8,7 +8,7 @@
 //! with its ACCESS_DENIED response, which template.yaml shapes as the contract's 401.
 //!
 //! A public key is allowed as a private one is, its kind in the context: the functions answer it
-//! 403 on every route but a session start (`auth::caller`). Not a policy naming only the start
+//! 403 on every route but a session start (`shared::http::Callers`). Not a policy naming only the start
 //! route: the gateway would then answer ACCESS_DENIED, one status for all its denials, which is
 //! the contract's 401 for a bad key and cannot also be its 403.
 
@@ -109,7 +109,7 @@ pub async fn authorize<K: KeyStore>(
                     Value::String(principal.namespace),
                 ),
             ]);
-            // A key names its kind; a person their `sub` and no kind (auth::caller_from_context).
+            // A key names its kind; a person their `sub` and no kind (shared::http's reading of the context).
             let (name, value) = match kind {
                 CallerKind::Key(kind) => (CONTEXT_KEY_KIND, kind.as_str().to_owned()),
                 CallerKind::Person { person_id } => (CONTEXT_PERSON_ID, person_id),

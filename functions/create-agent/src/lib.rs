@@ -8,8 +8,8 @@ use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::lifecycle::{self, Answer, Idempotent};
 use shared::agent::{AgentStore, ConfigChanges};
-use shared::auth::{self, KeyStore};
-use shared::http::allow;
+use shared::auth::KeyStore;
+use shared::http::{Callers, allow};
 use shared::idempotency::{self, IdempotencyKey};
 
 /// Handles one request; every outcome, including failures, is a response.
@@ -28,10 +28,15 @@ async fn create_agent<A: AgentStore, K: KeyStore>(
     request: &Request,
 ) -> Result<Answer, ApiError> {
     // Who is asking comes first: an unauthenticated caller learns nothing about the body rules.
-    let caller = auth::caller(request, keys).await?;
-    shared::http::require_method(request, Method::POST, allow::AGENTS)?;
+    let caller = shared::http::route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::POST,
+        allow::AGENTS,
+    )
+    .await?;
     let span = tracing::Span::current();
-    span.record("namespace", caller.namespace.as_str());
     let key = IdempotencyKey::from_headers(request.headers())?;
     span.record("idempotent", key.is_some());
 

@@ -10,7 +10,7 @@ use shared::ApiError;
 use shared::agent::{AgentStore, lifecycle};
 use shared::auth::KeyStore;
 use shared::error::DisplayErrorContext;
-use shared::http::{Json, StatusOk, allow};
+use shared::http::{Callers, Json, StatusOk, allow};
 use shared::session::SessionStore;
 use shared::session::lifecycle::{SessionRetention, end_sessions_of};
 
@@ -32,8 +32,14 @@ async fn delete_agent<A: AgentStore, S: SessionStore, K: KeyStore>(
     retention: SessionRetention,
     request: &Request,
 ) -> Result<Json<StatusOk>, ApiError> {
-    let (caller, name) =
-        shared::http::agent_route(request, keys, Method::DELETE, allow::AGENT).await?;
+    let (caller, name) = shared::http::agent_route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::DELETE,
+        allow::AGENT,
+    )
+    .await?;
     let deleted = lifecycle::delete(agents, &caller, &name).await?;
     // The delete is done: a failure here leaves the sessions to the sweep, at their deadline.
     let now = time::OffsetDateTime::now_utc();

@@ -5,7 +5,7 @@ use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::auth::KeyStore;
-use shared::http::{Json, StatusOk, allow};
+use shared::http::{Callers, Json, StatusOk, allow};
 use shared::secrets::sets;
 use shared::secrets::store::SecretStore;
 
@@ -23,7 +23,14 @@ async fn delete_secret_set<S: SecretStore, K: KeyStore>(
     keys: &K,
     request: &Request,
 ) -> Result<Json<StatusOk>, ApiError> {
-    let caller = shared::http::route(request, keys, Method::DELETE, allow::SECRET_SET).await?;
+    let caller = shared::http::route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::DELETE,
+        allow::SECRET_SET,
+    )
+    .await?;
     let name = sets::existing_name(shared::http::path_parameter(request, "setName", 2))?;
     tracing::Span::current().record("set", name.as_str());
     sets::delete(secrets, &caller.namespace, &name).await?;

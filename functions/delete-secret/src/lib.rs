@@ -5,7 +5,7 @@ use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::auth::KeyStore;
-use shared::http::{Json, StatusOk, allow};
+use shared::http::{Callers, Json, StatusOk, allow};
 use shared::secrets::body::is_secret_key;
 use shared::secrets::sets;
 use shared::secrets::store::SecretStore;
@@ -24,7 +24,14 @@ async fn delete_secret<S: SecretStore, K: KeyStore>(
     keys: &K,
     request: &Request,
 ) -> Result<Json<StatusOk>, ApiError> {
-    let caller = shared::http::route(request, keys, Method::DELETE, allow::SECRET).await?;
+    let caller = shared::http::route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::DELETE,
+        allow::SECRET,
+    )
+    .await?;
     let name = sets::existing_name(shared::http::path_parameter(request, "setName", 2))?;
     let key = shared::http::path_parameter(request, "secretKey", 3)
         .filter(|key| is_secret_key(key))

@@ -8,7 +8,7 @@ use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::{AgentRead, AgentStore};
 use shared::auth::KeyStore;
-use shared::http::allow;
+use shared::http::{Callers, allow};
 
 pub async fn handle<A: AgentStore, K: KeyStore>(
     agents: &A,
@@ -24,8 +24,14 @@ async fn get_agent<A: AgentStore, K: KeyStore>(
     keys: &K,
     request: &Request,
 ) -> Result<AgentRead, ApiError> {
-    let (caller, name) =
-        shared::http::agent_route(request, keys, Method::GET, allow::AGENT).await?;
+    let (caller, name) = shared::http::agent_route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::GET,
+        allow::AGENT,
+    )
+    .await?;
     let agent = agents
         .get_agent(&caller.namespace, &name)
         .await?

@@ -6,7 +6,7 @@ use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::auth::KeyStore;
-use shared::http::{Json, allow};
+use shared::http::{Callers, Json, allow};
 use shared::secrets::sets;
 use shared::secrets::store::SecretStore;
 use shared::secrets::views::SetView;
@@ -27,7 +27,14 @@ async fn get_secret_set<S: SecretStore, K: KeyStore>(
     region: &str,
     request: &Request,
 ) -> Result<Json<SetView>, ApiError> {
-    let caller = shared::http::route(request, keys, Method::GET, allow::SECRET_SET).await?;
+    let caller = shared::http::route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::GET,
+        allow::SECRET_SET,
+    )
+    .await?;
     let name = sets::existing_name(shared::http::path_parameter(request, "setName", 2))?;
     tracing::Span::current().record("set", name.as_str());
     Ok(Json(

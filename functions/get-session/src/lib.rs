@@ -7,7 +7,7 @@ use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::KeyStore;
-use shared::http::allow;
+use shared::http::{Callers, Reply, allow};
 use shared::session::{SessionRecord, SessionStore, SessionView, lifecycle};
 
 pub async fn handle<A: AgentStore, S: SessionStore, K: KeyStore>(
@@ -16,9 +16,15 @@ pub async fn handle<A: AgentStore, S: SessionStore, K: KeyStore>(
     keys: &K,
     request: Request,
 ) -> Response<Body> {
-    match get_session(agents, sessions, keys, &request).await {
-        Ok(session) => shared::http::json_response(StatusCode::OK, &SessionView::read(&session)),
-        Err(error) => shared::http::error_response(&error),
+    shared::http::respond(get_session(agents, sessions, keys, &request).await)
+}
+
+/// The read's answer: 200, the session as [`SessionView::read`] shows it.
+struct Read(SessionRecord);
+
+impl Reply for Read {
+    fn into_response(self) -> Response<Body> {
+        shared::http::json_response(StatusCode::OK, &SessionView::read(&self.0))
     }
 }
 
@@ -28,11 +34,19 @@ async fn get_session<A: AgentStore, S: SessionStore, K: KeyStore>(
     sessions: &S,
     keys: &K,
     request: &Request,
-) -> Result<SessionRecord, ApiError> {
-    let (caller, name) =
-        shared::http::agent_route(request, keys, Method::GET, allow::SESSION).await?;
+) -> Result<Read, ApiError> {
+    let (caller, name) = shared::http::agent_route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::GET,
+        allow::SESSION,
+    )
+    .await?;
     let id = shared::http::session_id(request)?;
-    lifecycle::find(agents, sessions, &caller, &name, &id).await
+    lifecycle::find(agents, sessions, &caller, &name, &id)
+        .await
+        .map(Read)
 }
 
 #[cfg(test)]

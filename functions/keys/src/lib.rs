@@ -17,8 +17,8 @@ use serde::Serialize;
 use serde_json::Value;
 use shared::ApiError;
 use shared::account::{self, AccountError, AccountStore, KeySummary};
-use shared::auth::{KeyKind, KeyStore, PersonRecord};
-use shared::http::{Json, Reply};
+use shared::auth::{KeyKind, KeyStore, Principal};
+use shared::http::{Callers, Json, Reply};
 
 /// The methods `/v1/keys` serves (a 405's `Allow`).
 pub const ALLOW_KEYS: &str = "GET, POST";
@@ -125,28 +125,50 @@ async fn keys<S: AccountStore + KeyStore>(
     store: &S,
     request: &Request,
 ) -> Result<Answer, ApiError> {
-    // The credential first (401, then 403 for a key), then the method (405).
-    let person = shared::auth::person_caller(request, store).await?;
-    tracing::Span::current().record("namespace", person.namespace.as_str());
-    match shared::http::path_parameter(request, "keyId", 2) {
-        None => match *request.method() {
-            Method::GET => list(store, &person).await.map(Answer::List),
-            Method::POST => create(store, &person, request).await.map(Answer::Created),
-            _ => Err(ApiError::MethodNotAllowed { allow: ALLOW_KEYS }),
-        },
-        Some(key_id) => {
-            shared::http::require_method(request, Method::DELETE, ALLOW_KEY)?;
+    let operation = Operation::of(request);
+    let (method, allow) = operation.method();
+    let caller = shared::http::route(request, store, Callers::PersonOnly, method, allow).await?;
+    match operation {
+        Operation::List => list(store, &caller).await.map(Answer::List),
+        Operation::Create => create(store, &caller, request).await.map(Answer::Created),
+        Operation::Revoke(key_id) => {
             tracing::Span::current().record("key_id", key_id.as_str());
-            revoke(store, &person, &key_id).await.map(Answer::Revoked)
+            revoke(store, &caller, &key_id).await.map(Answer::Revoked)
         }
     }
 }
 
-async fn list<S: AccountStore>(
-    store: &S,
-    person: &PersonRecord,
-) -> Result<Json<KeyList>, ApiError> {
-    let keys = account::list_keys(store, &person.account_id)
+/// What a request asks of the keys: the path names the key of a revoke; on `/v1/keys` a POST
+/// creates, and any other method is taken for the list (a GET, or a 405 with the path's
+/// `Allow`).
+#[derive(Debug)]
+enum Operation {
+    List,
+    Create,
+    Revoke(String),
+}
+
+impl Operation {
+    fn of(request: &Request) -> Self {
+        match shared::http::path_parameter(request, "keyId", 2) {
+            Some(key_id) => Operation::Revoke(key_id),
+            None if *request.method() == Method::POST => Operation::Create,
+            None => Operation::List,
+        }
+    }
+
+    /// The method the operation is asked with, and its path's `Allow`.
+    fn method(&self) -> (Method, &'static str) {
+        match self {
+            Operation::List => (Method::GET, ALLOW_KEYS),
+            Operation::Create => (Method::POST, ALLOW_KEYS),
+            Operation::Revoke(_) => (Method::DELETE, ALLOW_KEY),
+        }
+    }
+}
+
+async fn list<S: AccountStore>(store: &S, caller: &Principal) -> Result<Json<KeyList>, ApiError> {
+    let keys = account::list_keys(store, &caller.account_id)
         .await
         .map_err(api_error)?;
     let public = keys
@@ -235,11 +257,11 @@ fn bad_name() -> ApiError {
 
 async fn create<S: AccountStore>(
     store: &S,
-    person: &PersonRecord,
+    caller: &Principal,
     request: &Request,
 ) -> Result<Created, ApiError> {
     let new = NewKey::from_json(shared::http::request_json(request)?)?;
-    let (key, summary) = account::issue_named_key(store, &person.account_id, new.kind, &new.name)
+    let (key, summary) = account::issue_named_key(store, &caller.account_id, new.kind, &new.name)
         .await
         .map_err(api_error)?;
     // The key id only: never the key.
@@ -252,10 +274,10 @@ async fn create<S: AccountStore>(
 
 async fn revoke<S: AccountStore>(
     store: &S,
-    person: &PersonRecord,
+    caller: &Principal,
     key_id: &str,
 ) -> Result<Json<Revoked>, ApiError> {
-    let revoked_at = account::revoke_key(store, &person.account_id, key_id)
+    let revoked_at = account::revoke_key(store, &caller.account_id, key_id)
         .await
         .map_err(api_error)?;
     tracing::info!("key revoked");

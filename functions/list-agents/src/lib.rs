@@ -8,9 +8,9 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::agent::listing::{self, AgentList, AgentListQuery};
-use shared::auth::{self, KeyStore};
+use shared::auth::KeyStore;
 use shared::cursor::CursorKey;
-use shared::http::{Json, allow};
+use shared::http::{Callers, Json, allow};
 
 pub async fn handle<A: AgentStore, K: KeyStore>(
     agents: &A,
@@ -28,9 +28,14 @@ async fn list_agents<A: AgentStore, K: KeyStore>(
     cursor_key: &CursorKey,
     request: &Request,
 ) -> Result<Json<AgentList>, ApiError> {
-    let caller = auth::caller(request, keys).await?;
-    shared::http::require_method(request, Method::GET, allow::AGENTS)?;
-    tracing::Span::current().record("namespace", caller.namespace.as_str());
+    let caller = shared::http::route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::GET,
+        allow::AGENTS,
+    )
+    .await?;
     let params = request.query_string_parameters_ref();
     let query = AgentListQuery::from_params(
         params.into_iter().flat_map(|params| params.iter()),

@@ -10,7 +10,7 @@ use shared::ApiError;
 use shared::agent::{AgentStore, Deployment};
 use shared::auth::KeyStore;
 use shared::cursor::{CursorFormat, CursorKey};
-use shared::http::Json;
+use shared::http::{Callers, Json};
 use shared::paging::ListQuery;
 
 /// The methods the path serves (a 405's `Allow`).
@@ -53,7 +53,8 @@ async fn list_deployments<A: AgentStore, K: KeyStore>(
     cursor_key: &CursorKey,
     request: &Request,
 ) -> Result<Json<DeploymentList>, ApiError> {
-    let (caller, name) = shared::http::agent_route(request, keys, Method::GET, ALLOW).await?;
+    let (caller, name) =
+        shared::http::agent_route(request, keys, Callers::KeyOrPerson, Method::GET, ALLOW).await?;
     let fingerprint = fingerprint(&caller.namespace, &name);
     let params = request.query_string_parameters_ref();
     let query = ListQuery::from_params(

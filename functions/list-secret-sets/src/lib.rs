@@ -6,7 +6,7 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use shared::ApiError;
 use shared::auth::KeyStore;
 use shared::cursor::CursorKey;
-use shared::http::{Json, allow};
+use shared::http::{Callers, Json, allow};
 use shared::paging::ListQuery;
 use shared::secrets::sets;
 use shared::secrets::store::SecretStore;
@@ -30,7 +30,14 @@ async fn list_secret_sets<S: SecretStore, K: KeyStore>(
     region: &str,
     request: &Request,
 ) -> Result<Json<SetList>, ApiError> {
-    let caller = shared::http::route(request, keys, Method::GET, allow::SECRETS).await?;
+    let caller = shared::http::route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::GET,
+        allow::SECRETS,
+    )
+    .await?;
     let params = request.query_string_parameters_ref();
     let query = ListQuery::from_params(
         params.into_iter().flat_map(|params| params.iter()),

@@ -8,7 +8,7 @@ use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::KeyStore;
 use shared::cursor::CursorKey;
-use shared::http::allow;
+use shared::http::{Callers, Reply, allow};
 use shared::session::SessionStore;
 use shared::session::listing::{self, SessionList, SessionQuery};
 
@@ -19,9 +19,15 @@ pub async fn handle<A: AgentStore, S: SessionStore, K: KeyStore>(
     cursor_key: &CursorKey,
     request: Request,
 ) -> Response<Body> {
-    match list_sessions(agents, sessions, keys, cursor_key, &request).await {
-        Ok(list) => shared::http::json_response(StatusCode::OK, &list.view()),
-        Err(error) => shared::http::error_response(&error),
+    shared::http::respond(list_sessions(agents, sessions, keys, cursor_key, &request).await)
+}
+
+/// The list's answer: 200, the page as [`SessionList::view`] shows it.
+struct Page(SessionList);
+
+impl Reply for Page {
+    fn into_response(self) -> Response<Body> {
+        shared::http::json_response(StatusCode::OK, &self.0.view())
     }
 }
 
@@ -32,9 +38,15 @@ async fn list_sessions<A: AgentStore, S: SessionStore, K: KeyStore>(
     keys: &K,
     cursor_key: &CursorKey,
     request: &Request,
-) -> Result<SessionList, ApiError> {
-    let (caller, name) =
-        shared::http::agent_route(request, keys, Method::GET, allow::SESSIONS).await?;
+) -> Result<Page, ApiError> {
+    let (caller, name) = shared::http::agent_route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::GET,
+        allow::SESSIONS,
+    )
+    .await?;
     let params = request.query_string_parameters_ref();
     let query = SessionQuery::from_params(
         params.into_iter().flat_map(|params| params.iter()),
@@ -42,7 +54,9 @@ async fn list_sessions<A: AgentStore, S: SessionStore, K: KeyStore>(
         &caller.namespace,
         &name,
     )?;
-    listing::list(agents, sessions, &caller, &name, &query, cursor_key).await
+    listing::list(agents, sessions, &caller, &name, &query, cursor_key)
+        .await
+        .map(Page)
 }
 
 #[cfg(test)]

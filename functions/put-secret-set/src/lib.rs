@@ -6,7 +6,7 @@ use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::auth::KeyStore;
-use shared::http::{Json, allow};
+use shared::http::{Callers, Json, allow};
 use shared::secrets::body::SetChange;
 use shared::secrets::sets;
 use shared::secrets::store::{DataKeys, SecretStore};
@@ -30,7 +30,14 @@ async fn put_secret_set<S: SecretStore, D: DataKeys, K: KeyStore>(
     region: &str,
     request: &Request,
 ) -> Result<Json<PutAnswer>, ApiError> {
-    let caller = shared::http::route(request, keys, Method::PUT, allow::SECRET_SET).await?;
+    let caller = shared::http::route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::PUT,
+        allow::SECRET_SET,
+    )
+    .await?;
     let name = sets::new_name(shared::http::path_parameter(request, "setName", 2))?;
     tracing::Span::current().record("set", name.as_str());
     let body = shared::http::request_json(request)?;

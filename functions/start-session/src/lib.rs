@@ -8,7 +8,7 @@ use lambda_http::{Body, Request, Response};
 use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::KeyStore;
-use shared::http::allow;
+use shared::http::{Callers, Reply, allow};
 use shared::session::lifecycle::{self, StartWait};
 use shared::session::{SessionRecord, SessionStore, StartAnswer};
 
@@ -19,9 +19,15 @@ pub async fn handle<A: AgentStore, S: SessionStore, K: KeyStore>(
     wait: StartWait,
     request: Request,
 ) -> Response<Body> {
-    match start_session(agents, sessions, keys, wait, &request).await {
-        Ok(session) => shared::http::json_response(StatusCode::OK, &StartAnswer::from(&session)),
-        Err(error) => shared::http::error_response(&error),
+    shared::http::respond(start_session(agents, sessions, keys, wait, &request).await)
+}
+
+/// The start's answer: 200, the session as [`StartAnswer`] shows it.
+struct Started(SessionRecord);
+
+impl Reply for Started {
+    fn into_response(self) -> Response<Body> {
+        shared::http::json_response(StatusCode::OK, &StartAnswer::from(&self.0))
     }
 }
 
@@ -32,13 +38,15 @@ async fn start_session<A: AgentStore, S: SessionStore, K: KeyStore>(
     keys: &K,
     wait: StartWait,
     request: &Request,
-) -> Result<SessionRecord, ApiError> {
-    let caller = shared::auth::session_caller(request, keys).await?;
-    shared::http::require_method(request, Method::POST, allow::SESSION_START)?;
-    let span = tracing::Span::current();
-    span.record("namespace", caller.principal.namespace.as_str());
-    let name = shared::http::agent_name(request).ok_or_else(ApiError::no_agent)?;
-    span.record("agent", name.as_str());
+) -> Result<Started, ApiError> {
+    let (caller, name) = shared::http::agent_route(
+        request,
+        keys,
+        Callers::AnyKey,
+        Method::POST,
+        allow::SESSION_START,
+    )
+    .await?;
     // Every member is optional, so no body at all is an empty one.
     let body = match request.body().as_ref().iter().all(u8::is_ascii_whitespace) {
         true => None,
@@ -46,8 +54,10 @@ async fn start_session<A: AgentStore, S: SessionStore, K: KeyStore>(
     };
     let start = shared::session::start_request(body)?;
     let now = time::OffsetDateTime::now_utc();
-    let session = lifecycle::start(agents, sessions, &caller.principal, &name, &start, now).await?;
-    lifecycle::reported(sessions, session, wait).await
+    let session = lifecycle::start(agents, sessions, &caller, &name, &start, now).await?;
+    lifecycle::reported(sessions, session, wait)
+        .await
+        .map(Started)
 }
 
 #[cfg(test)]

@@ -2,22 +2,22 @@
 //! (`Session Stop Requested`, published from the write); its report ends it. Idempotent: an
 //! ended session, or one already asked to stop, answers the same (contract section 11).
 
-use lambda_http::http::{Method, StatusCode};
+use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use shared::ApiError;
 use shared::agent::AgentStore;
 use shared::auth::KeyStore;
-use shared::http::allow;
-use shared::session::{SessionRecord, SessionStore, lifecycle};
+use shared::http::{Callers, Json, allow};
+use shared::session::{SessionStore, lifecycle};
 use shared::timestamp::now_rfc3339_millis;
 
 /// `{"status": "terminated", "sessionId"}`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Stopped<'a> {
+struct Stopped {
     status: &'static str,
-    session_id: &'a str,
+    session_id: String,
 }
 
 pub async fn handle<A: AgentStore, S: SessionStore, K: KeyStore>(
@@ -26,16 +26,7 @@ pub async fn handle<A: AgentStore, S: SessionStore, K: KeyStore>(
     keys: &K,
     request: Request,
 ) -> Response<Body> {
-    match stop_session(agents, sessions, keys, &request).await {
-        Ok(session) => {
-            let stopped = Stopped {
-                status: "terminated",
-                session_id: &session.session_id,
-            };
-            shared::http::json_response(StatusCode::OK, &stopped)
-        }
-        Err(error) => shared::http::error_response(&error),
-    }
+    shared::http::respond(stop_session(agents, sessions, keys, &request).await)
 }
 
 #[tracing::instrument(skip_all, fields(namespace, agent))]
@@ -44,12 +35,22 @@ async fn stop_session<A: AgentStore, S: SessionStore, K: KeyStore>(
     sessions: &S,
     keys: &K,
     request: &Request,
-) -> Result<SessionRecord, ApiError> {
-    let (caller, name) =
-        shared::http::agent_route(request, keys, Method::DELETE, allow::SESSION).await?;
+) -> Result<Json<Stopped>, ApiError> {
+    let (caller, name) = shared::http::agent_route(
+        request,
+        keys,
+        Callers::KeyOrPerson,
+        Method::DELETE,
+        allow::SESSION,
+    )
+    .await?;
     let id = shared::http::session_id(request)?;
     let now = now_rfc3339_millis();
-    lifecycle::stop(agents, sessions, &caller, &name, &id, &now).await
+    let session = lifecycle::stop(agents, sessions, &caller, &name, &id, &now).await?;
+    Ok(Json(Stopped {
+        status: "terminated",
+        session_id: session.session_id,
+    }))
 }
 
 #[cfg(test)]
@@ -58,6 +59,7 @@ mod tests {
     //! DynamoDB Local.
 
     use super::*;
+    use lambda_http::http::StatusCode;
     use serde_json::{Value, json};
     use shared::testing::fixture_request as event;
 

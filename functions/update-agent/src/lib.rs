@@ -13,7 +13,7 @@ use shared::ApiError;
 use shared::agent::lifecycle::{self, Answer, Idempotent};
 use shared::agent::{AgentStore, ConfigChanges};
 use shared::auth::KeyStore;
-use shared::http::allow;
+use shared::http::{Callers, allow};
 use shared::idempotency::{self, IdempotencyKey};
 use shared::validation::Member;
 
@@ -32,10 +32,11 @@ async fn update_agent<A: AgentStore, K: KeyStore>(
     request: &Request,
 ) -> Result<Answer, ApiError> {
     let route = Route::of(request);
-    let caller = match route {
-        Route::Agent => shared::http::route(request, keys, Method::POST, allow::AGENT).await?,
-        Route::Collection => shared::http::route(request, keys, Method::PUT, allow::AGENTS).await?,
+    let (method, allow) = match route {
+        Route::Agent => (Method::POST, allow::AGENT),
+        Route::Collection => (Method::PUT, allow::AGENTS),
     };
+    let caller = shared::http::route(request, keys, Callers::KeyOrPerson, method, allow).await?;
     let span = tracing::Span::current();
     // On the agent's path, a name no agent can have is a 404 before the body is read.
     let path_name = match route {

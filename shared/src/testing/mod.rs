@@ -120,6 +120,7 @@ pub fn fixture_event<T: serde::de::DeserializeOwned>(name: &str) -> T {
 }
 
 /// The event of `events/{name}`, as API Gateway hands it to a function.
+#[cfg(feature = "http-edge")]
 pub fn fixture_request(name: &str) -> lambda_http::Request {
     let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
