@@ -5,6 +5,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 
+use agent_holder::{CHECK_MISSES_ENV, CHECK_SECONDS_ENV, Checks, Endpoint, TOKEN_ENV, Token};
 use serde::{Deserialize, Serialize};
 
 /// The port the container contract serves on (`PORT=8080`, the anchor's default).
@@ -70,6 +71,9 @@ pub mod label {
     pub const PART: &str = "agent-hosting.part";
     /// On the agent's container: its holder's container id.
     pub const HOLDER_ID: &str = "agent-hosting.holderId";
+    /// On the holder's container (a task's tag on ECS): the token its requests carry
+    /// (`agent_holder::Token`), read back by a data plane that adopts the replica.
+    pub const HOLDER_TOKEN: &str = "agent-hosting.holderToken";
 
     /// The values of [`PART`].
     pub mod part {
@@ -180,6 +184,42 @@ pub struct ReplicaSpec {
     pub node_type: NodeType,
     /// `PORT=8080` and the secret set's keys, in that order.
     pub env: Vec<EnvVar>,
+    /// What the replica's holder is started with.
+    pub holder: HolderSettings,
+}
+
+/// A replica's holder's token (its own, made for it) and its checks of a busy agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderSettings {
+    pub token: Token,
+    pub checks: Checks,
+}
+
+impl HolderSettings {
+    /// A new replica's: a token of 256 random bits, never another replica's.
+    pub fn new(checks: Checks) -> Self {
+        let random = || uuid::Uuid::new_v4().simple().to_string();
+        HolderSettings {
+            token: Token::new(format!("{}{}", random(), random())),
+            checks,
+        }
+    }
+
+    /// The holder's environment: its token and its checks.
+    pub fn env(&self) -> Vec<EnvVar> {
+        let var = |name: &str, value: String| EnvVar {
+            name: name.to_owned(),
+            value,
+        };
+        vec![
+            var(TOKEN_ENV, self.token.as_str().to_owned()),
+            var(
+                CHECK_SECONDS_ENV,
+                self.checks.every.as_secs().max(1).to_string(),
+            ),
+            var(CHECK_MISSES_ENV, self.checks.misses.to_string()),
+        ]
+    }
 }
 
 /// Why a replica is no longer running.
@@ -236,9 +276,10 @@ pub struct ReplicaView {
     pub labels: ReplicaLabels,
     /// Where its container contract answers (port 8080), once it has an address.
     pub address: Option<SocketAddr>,
-    /// Where its holder answers (`agent_holder::HOLDER_PORT` in the agent's network namespace),
-    /// once it has an address: sessions are handed to it and their ends asked of it.
-    pub holder: Option<SocketAddr>,
+    /// Where its holder answers (`agent_holder::HOLDER_PORT` in the agent's network namespace)
+    /// and its token, once it has an address: sessions are handed to it and their ends asked
+    /// of it.
+    pub holder: Option<Endpoint>,
     pub status: ReplicaStatus,
 }
 

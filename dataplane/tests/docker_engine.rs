@@ -177,10 +177,11 @@ async fn a_replicas_holder_runs_as_the_platforms_and_hands_a_session_to_its_agen
     assert_eq!(views.len(), 1, "two containers, one replica: {views:?}");
     let (address, holder) = (
         views[0].address.expect("an address"),
-        views[0].holder.expect("a holder"),
+        views[0].holder.clone().expect("a holder"),
     );
-    assert_eq!((address.ip(), address.port()), (holder.ip(), 8080));
-    assert_eq!(holder.port(), HOLDER_PORT);
+    assert_eq!((address.ip(), address.port()), (holder.address.ip(), 8080));
+    assert_eq!(holder.address.port(), HOLDER_PORT);
+    assert_eq!(holder.token, spec.holder.token, "its token, read back");
     ready(address).await;
 
     let holder_id = holder_of(&docker, &id).await;
@@ -218,10 +219,10 @@ async fn a_replicas_holder_runs_as_the_platforms_and_hands_a_session_to_its_agen
         transport: None,
         room: None,
     };
-    client::hand_over(holder, &request).await.expect("taken");
+    client::hand_over(&holder, &request).await.expect("taken");
     let ended = timeout(Duration::from_secs(30), async {
         loop {
-            let state = client::state(holder, Duration::from_secs(5))
+            let state = client::state(&holder, Duration::from_secs(5))
                 .await
                 .expect("state");
             if let HolderState::Ended { outcome, .. } = state {
@@ -282,7 +283,7 @@ async fn a_holder_whose_agent_is_gone_is_listed_exited_with_nothing_to_adopt_and
     assert_eq!(lone.id.0, holder);
     assert_eq!(lone.status, ReplicaStatus::Exited(ExitReason::Lost));
     assert_eq!(
-        (lone.address, lone.holder),
+        (lone.address, lone.holder.clone()),
         (None, None),
         "no session to ask a lone holder about: a restarted data plane stops it, never adopts it"
     );

@@ -12,7 +12,8 @@ use data_plane::ecs::definition::{AGENT_CONTAINER, HOLDER_CONTAINER, log_stream}
 use data_plane::ecs::tasks::task_id;
 use data_plane::engine::{Engine, STOP_GRACE};
 use data_plane::replica::{
-    EnvVar, Limits, NodeType, PullAuth, ReplicaId, ReplicaLabels, ReplicaSpec, ReplicaStatus,
+    EnvVar, HolderSettings, Limits, NodeType, PullAuth, ReplicaId, ReplicaLabels, ReplicaSpec,
+    ReplicaStatus,
 };
 use ecs_moto::Moto;
 use futures_util::StreamExt;
@@ -48,6 +49,7 @@ fn spec(stack: &str, namespace: &str, deployment: &str) -> ReplicaSpec {
                 value: SECRET_VALUE.into(),
             },
         ],
+        holder: HolderSettings::new(agent_holder::Checks::default()),
     }
 }
 
@@ -176,8 +178,9 @@ async fn replicas_run_are_listed_with_their_namespace_and_a_stopped_one_is_gone(
         let address = view.address.expect("the task's ENI address");
         assert_eq!(address.port(), 8080);
         assert_eq!(
-            view.holder.map(|holder| (holder.ip(), holder.port())),
-            Some((address.ip(), 18080))
+            (view.holder.as_ref()).map(|holder| (holder.address.ip(), holder.address.port())),
+            Some((address.ip(), 18080)),
+            "its holder, with the token the task was given"
         );
     }
 

@@ -160,6 +160,10 @@ impl Harness for OnDocker {
         config.backoff_first = Duration::from_millis(100);
         config.backoff_most = Duration::from_millis(800);
         config.stop_grace = Duration::from_secs(1);
+        config.holder_checks = agent_holder::Checks {
+            every: Duration::from_secs(1),
+            misses: 3,
+        };
         config
     }
 
@@ -210,6 +214,13 @@ impl Harness for OnDocker {
                 named.then(|| session.to_owned())
             })
             .collect()
+    }
+
+    /// `docker pause` of the agent's container: its processes frozen by their cgroup.
+    async fn freeze(&self, id: &ReplicaId) {
+        if let Err(error) = self.docker.pause_container(&id.0).await {
+            panic!("docker pause {id}: {error}");
+        }
     }
 
     /// The agent is asked, as a session's body would, to allocate 512 MiB past its limit; the

@@ -98,7 +98,7 @@ impl Engine for EcsWithAgents {
                 let agent = self.agent(&view.id).and_then(|agent| agents.get(&agent));
                 if let Some(agent) = agent {
                     view.address = agent.address;
-                    view.holder = agent.holder;
+                    view.holder = agent.holder.clone();
                     if let ReplicaStatus::Exited(_) = agent.status {
                         view.status = agent.status.clone();
                     }
@@ -172,6 +172,10 @@ impl Harness for OnEcs {
             stable_after: Duration::from_secs(60),
             stop_grace: Duration::from_secs(1),
             log_limit: data_plane::logs::LogLimit::default(),
+            holder_checks: agent_holder::Checks {
+                every: Duration::from_millis(100),
+                misses: 3,
+            },
         }
     }
 
@@ -212,6 +216,12 @@ impl Harness for OnEcs {
     async fn oom_kill(&self, id: &ReplicaId) {
         if let Some(agent) = self.engine.agent(id) {
             self.engine.agents.kill(&agent, ExitReason::OomKilled);
+        }
+    }
+
+    async fn freeze(&self, id: &ReplicaId) {
+        if let Some(agent) = self.engine.agent(id) {
+            self.engine.agents.freeze(&agent);
         }
     }
 

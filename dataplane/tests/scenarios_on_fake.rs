@@ -119,6 +119,10 @@ impl<E: OnFake> Harness for Fake<E> {
             stable_after: Duration::from_secs(60),
             stop_grace: Duration::from_secs(1),
             log_limit: data_plane::logs::LogLimit::default(),
+            holder_checks: agent_holder::Checks {
+                every: Duration::from_millis(100),
+                misses: 3,
+            },
         }
     }
 
@@ -154,6 +158,10 @@ impl<E: OnFake> Harness for Fake<E> {
 
     async fn oom_kill(&self, id: &ReplicaId) {
         self.engine.fake().kill(id, ExitReason::OomKilled);
+    }
+
+    async fn freeze(&self, id: &ReplicaId) {
+        self.engine.fake().freeze(id);
     }
 
     /// The FakeEngine answered a retire of it (it keeps nothing else to look at).

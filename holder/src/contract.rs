@@ -120,6 +120,20 @@ pub async fn is_ready(addr: SocketAddr) -> bool {
     )
 }
 
+/// Whether the agent at `addr` answers `GET /livez` at all (any status: an answer is life)
+/// within `within`: a paused or hung process answers nothing.
+pub async fn answers(addr: SocketAddr, within: Duration) -> bool {
+    let ask = async {
+        let (mut sender, _connection) = connect::<Empty<Bytes>>(addr).await.ok()?;
+        let request = Request::get("/livez")
+            .header(HOST, addr.to_string())
+            .body(Empty::new())
+            .ok()?;
+        sender.send_request(request).await.ok()
+    };
+    matches!(tokio::time::timeout(within, ask).await, Ok(Some(_)))
+}
+
 /// Connects and writes `POST /bot` with the headers of section 12; resolves once the request is
 /// written on an open connection (the agent accepted it), within [`HAND_OVER_TIMEOUT`].
 pub async fn hand_over(

@@ -5,16 +5,20 @@
 //! holder what it holds ([`HolderState`]) and adopts it.
 //!
 //! - `POST /session` with a [`BotRequest`] as JSON: 202 once the agent accepted `POST /bot`,
-//!   200 for the same session again, 409 for another, 502 `{"reason"}` when the agent did not
-//!   take it;
+//!   200 for the same session again, 409 for another, 503 `{"reason"}` when the agent did not
+//!   answer `GET /readyz` 200 just before (a frozen or unready agent is never handed a
+//!   session), 502 `{"reason"}` when it did not take `POST /bot`;
 //! - `GET /state[?waitSeconds=N]`: the [`HolderState`]; with `waitSeconds` (at most
 //!   [`MAX_WAIT`]) it answers once the state is `ended`, or after N seconds with the state then.
 //!
-//! No token: only the data plane can reach the port (Docker: inter-container traffic is off on
-//! the namespace's network; Fargate: the security group), and all the agent could do through it
-//! (end its own session) it can do by answering `/bot`. [`server`] is the holder, [`client`]
-//! the data plane's side, and [`contract`] the container contract (the anchor's `GET /readyz`
-//! and `POST /bot`) that the holder speaks to the agent and the data plane asks readiness by.
+//! Every request carries `Authorization: Bearer <token>` ([`Token`]), or is refused 401: the
+//! agent shares the holder's network namespace and reaches its port, and must not hand itself a
+//! session the data plane did not (its real session would then be refused). While it holds a
+//! session the holder asks the agent `GET /livez` every [`Checks::every`]; an agent that answers
+//! nothing [`Checks::misses`] times in a row has its session ended `agentError`. [`server`] is
+//! the holder, [`client`] the data plane's side, and [`contract`] the container contract (the
+//! anchor's `GET /readyz` and `POST /bot`) that the holder speaks to the agent and the data
+//! plane asks readiness by.
 //!
 //! A crate of its own, apart from the data plane: the holder runs in every replica, and its
 //! build needs none of the data plane's AWS SDKs.
@@ -23,6 +27,8 @@ pub mod client;
 pub mod contract;
 pub mod server;
 
+use std::fmt;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -36,6 +42,59 @@ pub const HOLDER_PORT: u16 = 18080;
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 /// Where the holder finds the agent when `HOLDER_AGENT_ADDR` does not say.
 pub const DEFAULT_AGENT_ADDR: &str = "127.0.0.1:8080";
+
+/// The holder's environment: its token (required) and its checks of a busy agent.
+pub const TOKEN_ENV: &str = "HOLDER_TOKEN";
+pub const CHECK_SECONDS_ENV: &str = "HOLDER_CHECK_SECONDS";
+pub const CHECK_MISSES_ENV: &str = "HOLDER_CHECK_MISSES";
+
+/// What the data plane's requests to a holder carry, and the holder asks of them: given to the
+/// holder in its environment and kept by the engine beside the replica (a label, a task's
+/// tag), never in the agent's reach. Its `Debug` hides it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    pub fn new(text: impl Into<String>) -> Self {
+        Token(text.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// Where a replica's holder answers, and its token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub address: SocketAddr,
+    pub token: Token,
+}
+
+/// How the holder watches a busy agent: `GET /livez` every `every` (each waited for as long),
+/// and the session ended after `misses` unanswered in a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checks {
+    pub every: Duration,
+    pub misses: u32,
+}
+
+impl Default for Checks {
+    /// 5 s apart, 3 missed: an agent that answers nothing for 15 s, whatever it is busy with,
+    /// has stopped (an event loop blocked that long has already failed its conversation).
+    fn default() -> Self {
+        Checks {
+            every: Duration::from_secs(5),
+            misses: 3,
+        }
+    }
+}
 
 /// What the holder holds, as `GET /state` answers it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,7 +144,7 @@ pub enum Outcome {
     AgentError,
 }
 
-/// A 502's body: why the agent did not take the session.
+/// A refusal's body (400, 401, 502, 503): why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refusal {
     pub reason: String,

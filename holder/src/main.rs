@@ -1,11 +1,18 @@
 //! The holder (src/lib.rs): serves `HOLDER_PORT` on every address of the replica's network
-//! namespace and hands its one session to the agent at `HOLDER_AGENT_ADDR` (127.0.0.1:8080 by
-//! default). It never exits by itself; SIGTERM (the replica's stop) exits 0 at once.
+//! namespace to requests carrying `HOLDER_TOKEN` (required), and hands its one session to the
+//! agent at `HOLDER_AGENT_ADDR` (127.0.0.1:8080 by default), checking it every
+//! `HOLDER_CHECK_SECONDS` while it holds one (`HOLDER_CHECK_MISSES` unanswered end it). It
+//! never exits by itself; SIGTERM (the replica's stop) exits 0 at once.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
-use agent_holder::{DEFAULT_AGENT_ADDR, HOLDER_PORT, server};
+use std::time::Duration;
+
+use agent_holder::{
+    CHECK_MISSES_ENV, CHECK_SECONDS_ENV, Checks, DEFAULT_AGENT_ADDR, HOLDER_PORT, TOKEN_ENV, Token,
+    server,
+};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing_subscriber::filter::{LevelFilter, Targets};
@@ -18,6 +25,17 @@ async fn main() -> ExitCode {
     let agent = std::env::var("HOLDER_AGENT_ADDR").unwrap_or_else(|_| DEFAULT_AGENT_ADDR.into());
     let Ok(agent) = agent.parse::<SocketAddr>() else {
         tracing::error!(%agent, "HOLDER_AGENT_ADDR is not an address");
+        return ExitCode::FAILURE;
+    };
+    let token = match std::env::var(TOKEN_ENV) {
+        Ok(token) if !token.is_empty() => Token::new(token),
+        _ => {
+            tracing::error!("{TOKEN_ENV} is not set: the holder answers no one without it");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(checks) = checks() else {
+        tracing::error!("{CHECK_SECONDS_ENV} and {CHECK_MISSES_ENV} are whole positive numbers");
         return ExitCode::FAILURE;
     };
     let listener = match TcpListener::bind((Ipv4Addr::UNSPECIFIED, HOLDER_PORT)).await {
@@ -34,12 +52,25 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    tracing::info!(port = HOLDER_PORT, %agent, "holder serving");
+    tracing::info!(port = HOLDER_PORT, %agent, ?checks, "holder serving");
     tokio::select! {
-        () = server::serve(listener, server::Holder::new(agent)) => {}
+        () = server::serve(listener, server::Holder::new(agent, token, checks)) => {}
         _ = terminate.recv() => tracing::info!("SIGTERM: the holder exits"),
     }
     ExitCode::SUCCESS
+}
+
+/// The checks of a busy agent, from the environment (the defaults for what it does not set).
+fn checks() -> Option<Checks> {
+    let number = |name: &str| match std::env::var(name) {
+        Ok(text) => text.parse::<u32>().ok().filter(|n| *n > 0).map(Some),
+        Err(_) => Some(None),
+    };
+    let defaults = Checks::default();
+    Some(Checks {
+        every: number(CHECK_SECONDS_ENV)?.map_or(defaults.every, |s| Duration::from_secs(s.into())),
+        misses: number(CHECK_MISSES_ENV)?.unwrap_or(defaults.misses),
+    })
 }
 
 /// JSON lines as the data plane and the functions write them (shared/src/telemetry.rs,

@@ -1,7 +1,8 @@
-//! The holder's server: takes one session from the data plane, hands it to the agent next to it
-//! (`contract::hand_over`), and keeps the answer as the state it reports until its replica is
-//! stopped. It never exits by itself: a data plane restarted at any moment still learns the
-//! session and how it ended.
+//! The holder's server: takes one session from the data plane (its token on every request),
+//! hands it to the agent next to it once the agent shows life (`/readyz` 200 just before,
+//! `contract::hand_over`), watches the agent while it holds the session (`/livez`), and keeps
+//! how it ended as the state it reports until its replica is stopped. It never exits by
+//! itself: a data plane restarted at any moment still learns the session and how it ended.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -20,8 +21,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinSet;
 
+use subtle::ConstantTimeEq;
+
 use crate::contract::{self, BotOutcome, HeldSession};
-use crate::{BotRequest, HolderState, MAX_WAIT, Outcome, Refusal};
+use crate::{BotRequest, Checks, HolderState, MAX_WAIT, Outcome, Refusal, Token};
 
 /// The largest `POST /session` body taken (the start's body is bounded well below this).
 const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -29,6 +32,8 @@ const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// One replica's holder: the agent it hands to and what it holds.
 pub struct Holder {
     agent: SocketAddr,
+    token: Token,
+    checks: Checks,
     state: watch::Sender<HolderState>,
     /// Held through a hand-over, so that hand-overs run one at a time; it keeps the session the
     /// agent did not take and why (the replica is spent: only the data plane's stop follows).
@@ -36,10 +41,13 @@ pub struct Holder {
 }
 
 impl Holder {
-    /// A holder handing sessions to the agent at `agent`.
-    pub fn new(agent: SocketAddr) -> Arc<Self> {
+    /// A holder handing sessions to the agent at `agent`, to requests that carry `token`,
+    /// watching the agent by `checks` while it holds one.
+    pub fn new(agent: SocketAddr, token: Token, checks: Checks) -> Arc<Self> {
         Arc::new(Holder {
             agent,
+            token,
+            checks,
             state: watch::Sender::new(HolderState::Idle),
             handing: Mutex::new(None),
         })
@@ -67,8 +75,18 @@ impl Holder {
             };
             return document(status, &held);
         }
-        let since = OffsetDateTime::now_utc();
         let session_id = request.session_id.clone();
+        // A hand-over goes to an agent that shows life now: written to a frozen one, the
+        // request would sit in its socket's buffer and look accepted.
+        if !contract::is_ready(self.agent).await {
+            let reason = format!(
+                "the agent did not answer GET /readyz 200 within {:?} just before the hand-over",
+                contract::READY_TIMEOUT
+            );
+            tracing::warn!(%session_id, %reason, "hand-over refused");
+            return document(StatusCode::SERVICE_UNAVAILABLE, &Refusal { reason });
+        }
+        let since = OffsetDateTime::now_utc();
         match contract::hand_over(self.agent, &request).await {
             Ok(session) => {
                 tracing::info!(%session_id, "holding a session");
@@ -96,14 +114,19 @@ impl Holder {
         }
     }
 
-    /// Waits for the agent's answer and keeps it as the state.
+    /// Waits for the agent's answer, or for it to stop answering its checks (the session's
+    /// `POST /bot` is then dropped, closing its connection), and keeps it as the state.
     async fn hold(
         self: Arc<Self>,
         session: HeldSession,
         session_id: String,
         since: OffsetDateTime,
     ) {
-        let (outcome, reason) = match session.outcome().await {
+        let outcome = tokio::select! {
+            outcome = session.outcome() => outcome,
+            reason = self.stopped_answering() => BotOutcome::AgentError { reason },
+        };
+        let (outcome, reason) = match outcome {
             BotOutcome::Completed => (Outcome::Completed, None),
             BotOutcome::AgentError { reason } => (Outcome::AgentError, Some(reason)),
         };
@@ -115,6 +138,38 @@ impl Holder {
             outcome,
             reason,
         });
+    }
+
+    /// Once the agent has answered nothing to [`Checks::misses`] checks in a row: why.
+    async fn stopped_answering(&self) -> String {
+        let Checks { every, misses } = self.checks;
+        let mut missed = 0;
+        while missed < misses {
+            tokio::time::sleep(every).await;
+            match contract::answers(self.agent, every).await {
+                true => missed = 0,
+                false => {
+                    missed += 1;
+                    tracing::warn!(missed, misses, "the agent did not answer GET /livez");
+                }
+            }
+        }
+        format!(
+            "the agent stopped answering: no answer to GET /livez {misses} times, {every:?} apart"
+        )
+    }
+
+    /// Whether a request carries this holder's token (compared in constant time: the agent
+    /// beside the holder may time its tries).
+    fn authorized(&self, headers: &http::HeaderMap) -> bool {
+        let Some(value) = headers.get(http::header::AUTHORIZATION) else {
+            return false;
+        };
+        let given = value
+            .as_bytes()
+            .strip_prefix(b"Bearer ")
+            .unwrap_or_default();
+        given.ct_eq(self.token.as_str().as_bytes()).into()
     }
 
     /// `GET /state`: at once, or once ended within `wait`.
@@ -164,6 +219,16 @@ async fn answer(
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (parts, body) = request.into_parts();
+    if !holder.authorized(&parts.headers) {
+        tracing::warn!(method = %parts.method, path = parts.uri.path(), "a request without the holder's token refused (the agent's?)");
+        let reason = "the holder answers the data plane alone: its token is missing or wrong";
+        return Ok(document(
+            StatusCode::UNAUTHORIZED,
+            &Refusal {
+                reason: reason.to_owned(),
+            },
+        ));
+    }
     Ok(match (&parts.method, parts.uri.path()) {
         (&Method::POST, "/session") => match read_request(body).await {
             Ok(request) => holder.take(request).await,

@@ -17,15 +17,18 @@ use tokio::task::{JoinHandle, JoinSet};
 use crate::client::{self, Accepted, HolderError};
 use crate::contract::DailyRoom;
 use crate::server::{Holder, serve};
-use crate::{BotRequest, HolderState, Outcome};
+use crate::{BotRequest, Checks, Endpoint, HolderState, Outcome, Token};
 
 /// A bound for every wait on something the holder does by itself.
 const BOUND: Duration = Duration::from_secs(10);
 
-/// An agent whose `POST /bot` answers the status the test sets, whenever it sets it.
+/// An agent whose `GET /readyz` and `/livez` answer 200 at once unless it is frozen (a paused
+/// process: accepted, never answered), and whose `POST /bot` answers the status the test sets,
+/// whenever it sets it.
 struct Agent {
     address: SocketAddr,
     answer: watch::Sender<Option<u16>>,
+    frozen: watch::Sender<bool>,
     bots: Arc<AtomicUsize>,
     server: JoinHandle<()>,
 }
@@ -33,21 +36,30 @@ struct Agent {
 async fn agent() -> Agent {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let answer = watch::Sender::new(None);
+    let (answer, frozen) = (watch::Sender::new(None), watch::Sender::new(false));
     let bots = Arc::new(AtomicUsize::new(0));
-    let (verdicts, counted) = (answer.clone(), bots.clone());
+    let (verdicts, freezes, counted) = (answer.clone(), frozen.clone(), bots.clone());
     let server = tokio::spawn(async move {
         let mut connections = JoinSet::new();
         loop {
             let (stream, _) = listener.accept().await.unwrap();
-            let (verdicts, counted) = (verdicts.clone(), counted.clone());
-            let service = service_fn(move |_request| {
-                counted.fetch_add(1, Ordering::SeqCst);
-                let mut verdict = verdicts.subscribe();
+            let (verdicts, freezes, counted) = (verdicts.clone(), freezes.clone(), counted.clone());
+            let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let bot = request.uri().path() == "/bot";
+                if bot {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }
+                let (mut verdict, mut frozen) = (verdicts.subscribe(), freezes.subscribe());
                 async move {
-                    let status = *verdict.wait_for(Option::is_some).await.unwrap();
+                    if *frozen.borrow_and_update() {
+                        let _ = frozen.wait_for(|frozen| !frozen).await;
+                    }
+                    let status = match bot {
+                        true => verdict.wait_for(Option::is_some).await.unwrap().unwrap(),
+                        false => 200,
+                    };
                     let mut response = Response::new(Full::new(Bytes::from_static(b"{}")));
-                    *response.status_mut() = StatusCode::from_u16(status.unwrap()).unwrap();
+                    *response.status_mut() = StatusCode::from_u16(status).unwrap();
                     Ok::<_, Infallible>(response)
                 }
             });
@@ -61,17 +73,30 @@ async fn agent() -> Agent {
     Agent {
         address,
         answer,
+        frozen,
         bots,
         server,
     }
 }
 
-/// A holder in front of `agent`, served on a port of its own.
-async fn holder(agent: SocketAddr) -> SocketAddr {
+const TOKEN: &str = "the-data-planes-token-0123456789abcdef";
+
+/// A holder in front of `agent`, served on a port of its own, checking the agent every 100 ms.
+async fn holder(agent: SocketAddr) -> Endpoint {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    tokio::spawn(serve(listener, Holder::new(agent)));
-    address
+    let checks = Checks {
+        every: Duration::from_millis(100),
+        misses: 3,
+    };
+    tokio::spawn(serve(
+        listener,
+        Holder::new(agent, Token::new(TOKEN), checks),
+    ));
+    Endpoint {
+        address,
+        token: Token::new(TOKEN),
+    }
 }
 
 fn request(session_id: &str) -> BotRequest {
@@ -84,7 +109,7 @@ fn request(session_id: &str) -> BotRequest {
 }
 
 /// The state once it is `ended`, by the long poll.
-async fn ended(holder: SocketAddr) -> HolderState {
+async fn ended(holder: &Endpoint) -> HolderState {
     tokio::time::timeout(BOUND, async {
         loop {
             let state = client::state(holder, Duration::from_secs(5)).await.unwrap();
@@ -102,27 +127,27 @@ async fn a_session_is_taken_once_202_the_same_again_200_another_409() {
     let agent = agent().await;
     let holder = holder(agent.address).await;
     assert_eq!(
-        client::hand_over(holder, &request("s1")).await,
+        client::hand_over(&holder, &request("s1")).await,
         Ok(Accepted::Now)
     );
     assert_eq!(
-        client::hand_over(holder, &request("s1")).await,
+        client::hand_over(&holder, &request("s1")).await,
         Ok(Accepted::Already)
     );
     assert_eq!(
-        client::hand_over(holder, &request("s2")).await,
+        client::hand_over(&holder, &request("s2")).await,
         Err(HolderError::Busy)
     );
     assert_eq!(agent.bots.load(Ordering::SeqCst), 1, "one POST /bot");
     agent.answer.send_replace(Some(200));
-    ended(holder).await;
+    ended(&holder).await;
     assert_eq!(
-        client::hand_over(holder, &request("s2")).await,
+        client::hand_over(&holder, &request("s2")).await,
         Err(HolderError::Busy),
         "never a second session, even after the first ended"
     );
     assert_eq!(
-        client::hand_over(holder, &request("s1")).await,
+        client::hand_over(&holder, &request("s1")).await,
         Ok(Accepted::Already)
     );
 }
@@ -132,11 +157,11 @@ async fn the_state_is_idle_then_holding_then_ended_completed_on_a_2xx() {
     let agent = agent().await;
     let holder = holder(agent.address).await;
     assert_eq!(
-        client::state(holder, Duration::ZERO).await,
+        client::state(&holder, Duration::ZERO).await,
         Ok(HolderState::Idle)
     );
-    client::hand_over(holder, &request("s1")).await.unwrap();
-    let holding = client::state(holder, Duration::ZERO).await.unwrap();
+    client::hand_over(&holder, &request("s1")).await.unwrap();
+    let holding = client::state(&holder, Duration::ZERO).await.unwrap();
     assert!(
         matches!(&holding, HolderState::Holding { session_id, .. } if session_id == "s1"),
         "{holding:?}"
@@ -148,7 +173,7 @@ async fn the_state_is_idle_then_holding_then_ended_completed_on_a_2xx() {
         reason,
         since,
         ended_at,
-    } = ended(holder).await
+    } = ended(&holder).await
     else {
         unreachable!()
     };
@@ -163,9 +188,9 @@ async fn the_state_is_idle_then_holding_then_ended_completed_on_a_2xx() {
 async fn a_non_2xx_answer_ends_it_agent_error_with_the_status() {
     let agent = agent().await;
     let holder = holder(agent.address).await;
-    client::hand_over(holder, &request("s1")).await.unwrap();
+    client::hand_over(&holder, &request("s1")).await.unwrap();
     agent.answer.send_replace(Some(500));
-    let state = ended(holder).await;
+    let state = ended(&holder).await;
     assert!(
         matches!(&state, HolderState::Ended { outcome: Outcome::AgentError, reason: Some(reason), .. } if reason.contains("500")),
         "{state:?}"
@@ -176,10 +201,10 @@ async fn a_non_2xx_answer_ends_it_agent_error_with_the_status() {
 async fn a_broken_connection_ends_it_agent_error() {
     let agent = agent().await;
     let holder = holder(agent.address).await;
-    client::hand_over(holder, &request("s1")).await.unwrap();
+    client::hand_over(&holder, &request("s1")).await.unwrap();
     // The agent's process dies: every connection it held closes unanswered.
     agent.server.abort();
-    let state = ended(holder).await;
+    let state = ended(&holder).await;
     assert!(
         matches!(
             &state,
@@ -194,30 +219,76 @@ async fn a_broken_connection_ends_it_agent_error() {
 }
 
 #[tokio::test]
-async fn an_agent_that_does_not_take_it_is_502_with_the_reason_and_the_replica_is_spent() {
-    // Nothing listens where the agent should be.
+async fn an_agent_that_shows_no_life_is_never_handed_the_session() {
+    // Nothing listens where the agent should be: no answer to GET /readyz.
     let gone = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let nowhere = gone.local_addr().unwrap();
     drop(gone);
     let holder = holder(nowhere).await;
-    let refused = client::hand_over(holder, &request("s1")).await;
+    let refused = client::hand_over(&holder, &request("s1")).await;
     assert!(
-        matches!(&refused, Err(HolderError::Refused { reason }) if reason.contains("connecting")),
+        matches!(&refused, Err(HolderError::NotAlive { reason }) if reason.contains("/readyz")),
         "{refused:?}"
     );
-    let again = client::hand_over(holder, &request("s1")).await;
-    assert!(
-        matches!(again, Err(HolderError::Refused { .. })),
-        "{again:?}"
-    );
     assert_eq!(
-        client::hand_over(holder, &request("s2")).await,
-        Err(HolderError::Busy)
+        client::state(&holder, Duration::ZERO).await,
+        Ok(HolderState::Idle),
+        "nothing handed"
     );
-    let state = client::state(holder, Duration::ZERO).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_frozen_agent_is_never_handed_the_session_nor_sent_post_bot() {
+    let agent = agent().await;
+    agent.frozen.send_replace(true);
+    let holder = holder(agent.address).await;
+    let refused = client::hand_over(&holder, &request("s1")).await;
     assert!(
-        matches!(&state, HolderState::Ended { session_id, outcome: Outcome::AgentError, .. } if session_id == "s1"),
+        matches!(&refused, Err(HolderError::NotAlive { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(agent.bots.load(Ordering::SeqCst), 0, "no POST /bot written");
+}
+
+#[tokio::test]
+async fn an_agent_that_stops_answering_mid_session_has_it_ended_agent_error() {
+    let agent = agent().await;
+    let holder = holder(agent.address).await;
+    client::hand_over(&holder, &request("s1")).await.unwrap();
+    agent.frozen.send_replace(true);
+    let state = ended(&holder).await;
+    assert!(
+        matches!(&state, HolderState::Ended { outcome: Outcome::AgentError, reason: Some(reason), .. }
+            if reason.contains("stopped answering")),
         "{state:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_without_the_token_is_refused_and_changes_nothing() {
+    let agent = agent().await;
+    let holder = holder(agent.address).await;
+    // The agent beside the holder reaches its port: a session it made up, with no token or
+    // a guessed one, is refused.
+    for token in ["", "the-data-planes-token-0123456789abcdeX", "guess"] {
+        let forged = Endpoint {
+            address: holder.address,
+            token: Token::new(token),
+        };
+        assert_eq!(
+            client::hand_over(&forged, &request("made-up")).await,
+            Err(HolderError::Unexpected { status: 401 })
+        );
+        assert_eq!(
+            client::state(&forged, Duration::ZERO).await,
+            Err(HolderError::Unexpected { status: 401 })
+        );
+    }
+    assert_eq!(agent.bots.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        client::hand_over(&holder, &request("s1")).await,
+        Ok(Accepted::Now),
+        "the data plane's own session is taken"
     );
 }
 
@@ -225,13 +296,18 @@ async fn an_agent_that_does_not_take_it_is_502_with_the_reason_and_the_replica_i
 async fn a_long_poll_answers_when_the_session_ends_and_else_with_the_state_after_the_wait() {
     let agent = agent().await;
     let holder = holder(agent.address).await;
-    client::hand_over(holder, &request("s1")).await.unwrap();
-    let after_wait = client::state(holder, Duration::from_secs(1)).await.unwrap();
+    client::hand_over(&holder, &request("s1")).await.unwrap();
+    let after_wait = client::state(&holder, Duration::from_secs(1))
+        .await
+        .unwrap();
     assert!(
         matches!(after_wait, HolderState::Holding { .. }),
         "{after_wait:?}"
     );
-    let polling = tokio::spawn(client::state(holder, Duration::from_secs(30)));
+    let polling = {
+        let holder = holder.clone();
+        tokio::spawn(async move { client::state(&holder, Duration::from_secs(30)).await })
+    };
     // Lets the poll reach the holder first: one answered at once would say `holding`.
     tokio::time::sleep(Duration::from_millis(200)).await;
     agent.answer.send_replace(Some(200));
@@ -250,6 +326,15 @@ async fn a_long_poll_answers_when_the_session_ends_and_else_with_the_state_after
         ),
         "{answered:?}"
     );
+}
+
+#[test]
+fn a_holders_token_never_shows_in_debug() {
+    let endpoint = Endpoint {
+        address: SocketAddr::from(([127, 0, 0, 1], 18080)),
+        token: Token::new(TOKEN),
+    };
+    assert!(!format!("{endpoint:?}").contains(TOKEN));
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! A replica's two containers as the Docker Engine is asked for them: their names, and the
 //! create bodies from a [`ReplicaSpec`]. The holder's comes first, on the namespace's network
-//! (the platform's: 32 MiB, read-only, no capability, user nobody); the agent's joins its
+//! (the platform's: 32 MiB, read-only, no capability, user nobody; its token in its environment
+//! and in a label, which only the engine's clients read); the agent's joins its
 //! network namespace (contract section 12: the profile's limits as hard limits, the secret
 //! set's keys as environment, no privilege), so that the holder reaches it on `localhost`.
 //! Both carry the replica's labels. The agent's lines go to the data plane's socket through the
@@ -59,10 +60,20 @@ fn labels(spec: &ReplicaSpec, part: &str) -> HashMap<String, String> {
 /// The create body of the replica's holder, of `image`, attached to `network`.
 pub fn holder_body(spec: &ReplicaSpec, network: &str, image: &str) -> ContainerCreateBody {
     let memory = HOLDER_MEMORY_MIB * 1024 * 1024;
+    let mut labels = labels(spec, label::part::HOLDER);
+    labels.insert(
+        label::HOLDER_TOKEN.to_owned(),
+        spec.holder.token.as_str().to_owned(),
+    );
     ContainerCreateBody {
         image: Some(image.to_owned()),
         user: Some(HOLDER_USER.to_owned()),
-        labels: Some(labels(spec, label::part::HOLDER)),
+        env: Some(
+            (spec.holder.env().into_iter())
+                .map(|var| format!("{}={}", var.name, var.value))
+                .collect(),
+        ),
+        labels: Some(labels),
         tty: Some(false),
         open_stdin: Some(false),
         attach_stdin: Some(false),
@@ -149,7 +160,8 @@ fn isolated() -> HostConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replica::{EnvVar, Limits, NodeType, ReplicaLabels, label};
+    use crate::replica::{EnvVar, HolderSettings, Limits, NodeType, ReplicaLabels, label};
+    use agent_holder::Checks;
 
     const SOCKET: &str = "/tmp/agent-hosting-run-9000.sock";
 
@@ -180,6 +192,7 @@ mod tests {
                     value: "sk-test".into(),
                 },
             ],
+            holder: HolderSettings::new(Checks::default()),
         }
     }
 
@@ -232,7 +245,8 @@ mod tests {
     }
 
     #[test]
-    fn its_lines_go_to_the_data_planes_socket_asynchronously_and_the_holders_to_a_capped_file() {
+    fn its_lines_go_to_the_data_planes_socket_each_before_the_next_and_the_holders_to_a_capped_file()
+     {
         let log = container_body(&spec(), "n", Path::new(SOCKET))
             .host_config
             .and_then(|host| host.log_config)
@@ -246,8 +260,8 @@ mod tests {
         );
         assert_eq!(
             option("fluentd-async"),
-            Some("true"),
-            "an agent never waits"
+            Some("false"),
+            "no line waits in a buffer that the container's stop would drop"
         );
         assert_eq!(option("fluentd-sub-second-precision"), Some("true"));
         let holder = holder_body(&spec(), "net", "holder:1")
@@ -262,12 +276,19 @@ mod tests {
 
     #[test]
     fn the_environment_is_port_first_then_the_secret_sets_keys_and_labels_name_the_owner() {
-        let body = container_body(&spec(), "n", Path::new(SOCKET));
+        let spec = spec();
+        let body = container_body(&spec, "n", Path::new(SOCKET));
         let env = body.env.unwrap_or_default();
         assert_eq!(env.len(), 2);
+        assert!(
+            env.iter()
+                .all(|var| !var.contains(spec.holder.token.as_str())),
+            "the holder's token is never the agent's"
+        );
         assert_eq!(env[0], "PORT=8080");
         assert!(env[1].starts_with("OPENAI_API_KEY="));
         let labels = body.labels.unwrap_or_default();
+        assert_eq!(labels.get(label::HOLDER_TOKEN), None, "the agent's labels");
         assert_eq!(
             labels.get(label::STACK).map(String::as_str),
             Some("run-9000")
@@ -291,11 +312,24 @@ mod tests {
 
     #[test]
     fn the_holder_is_the_platforms_32_mib_read_only_without_capabilities_as_nobody() {
-        let body = holder_body(&spec(), "ah-run-9000-acme", "agent-hosting.local/holder:1");
+        let spec = spec();
+        let body = holder_body(&spec, "ah-run-9000-acme", "agent-hosting.local/holder:1");
         assert_eq!(body.image.as_deref(), Some("agent-hosting.local/holder:1"));
         assert_eq!(body.user.as_deref(), Some("65534"));
-        assert_eq!(body.env, None, "no secret reaches the holder");
+        let env = body.env.unwrap_or_default();
+        assert!(
+            env.iter().all(|var| !var.contains("sk-test")),
+            "no secret of the agent's reaches the holder"
+        );
+        let token = spec.holder.token.as_str();
+        assert!(env.contains(&format!("HOLDER_TOKEN={token}")), "its token");
+        assert!(env.contains(&"HOLDER_CHECK_SECONDS=5".to_owned()));
+        assert!(env.contains(&"HOLDER_CHECK_MISSES=3".to_owned()));
         let labels = body.labels.unwrap_or_default();
+        assert_eq!(
+            labels.get(label::HOLDER_TOKEN).map(String::as_str),
+            Some(token)
+        );
         assert_eq!(labels.get(label::PART).map(String::as_str), Some("holder"));
         assert_eq!(
             labels.get(label::NAMESPACE).map(String::as_str),

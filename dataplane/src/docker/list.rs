@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 
-use agent_holder::HOLDER_PORT;
+use agent_holder::{Endpoint, HOLDER_PORT, Token};
 use bollard::Docker;
 use bollard::models::{ContainerSummary, ContainerSummaryStateEnum};
 use bollard::query_parameters::ListContainersOptions;
@@ -19,10 +19,12 @@ use crate::replica::{
     AGENT_PORT, ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus, ReplicaView, label,
 };
 
-/// A holder's container as listed: its address on the namespace's network while it runs.
+/// A holder's container as listed: its address on the namespace's network while it runs, and
+/// its token.
 struct Holder {
     labels: ReplicaLabels,
     ip: Option<IpAddr>,
+    token: Option<Token>,
 }
 
 /// The replicas of `stack`, exited ones too. One removed while it is being read is left out.
@@ -47,7 +49,10 @@ pub async fn replicas(docker: &Docker, stack: &str) -> Result<Vec<ReplicaView>, 
             let ip = running(container)
                 .then(|| address(container, &labels))
                 .flatten();
-            Some((id.0, Holder { labels, ip }))
+            let token = (container.labels.as_ref())
+                .and_then(|labels| labels.get(label::HOLDER_TOKEN))
+                .map(Token::new);
+            Some((id.0, Holder { labels, ip, token }))
         })
         .collect();
     let mut views = Vec::with_capacity(containers.len());
@@ -66,6 +71,13 @@ pub async fn replicas(docker: &Docker, stack: &str) -> Result<Vec<ReplicaView>, 
         let holder = holder_id.and_then(|holder_id| holders.get(holder_id));
         held.extend(holder_id.cloned());
         let ip = holder.and_then(|holder| holder.ip);
+        // A holder without a token (started before holders had one) cannot be asked anything.
+        let endpoint = holder.and_then(|holder| {
+            Some(Endpoint {
+                address: SocketAddr::new(holder.ip?, HOLDER_PORT),
+                token: holder.token.clone()?,
+            })
+        });
         let status = match (running(container), ip) {
             (true, Some(_)) => ReplicaStatus::Running,
             // Its holder is gone: the agent is cut off, no session can reach or leave it.
@@ -80,7 +92,7 @@ pub async fn replicas(docker: &Docker, stack: &str) -> Result<Vec<ReplicaView>, 
             id,
             labels,
             address: ip.map(|ip| SocketAddr::new(ip, AGENT_PORT)),
-            holder: ip.map(|ip| SocketAddr::new(ip, HOLDER_PORT)),
+            holder: endpoint,
             status,
         });
     }

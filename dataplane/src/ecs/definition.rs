@@ -3,17 +3,19 @@
 //! never appear here: the agent's secret keys are named by reference (`secrets`, a Secrets
 //! Manager ARN and JSON key), and so are the pull credentials (`repositoryCredentials`).
 
-use agent_holder::HOLDER_PORT;
+use agent_holder::{HOLDER_PORT, Token};
 use aws_sdk_ecs::types::{
-    ContainerCondition, ContainerDefinition, ContainerDependency, CpuArchitecture,
-    KernelCapabilities, KeyValuePair, LinuxParameters, LogConfiguration, LogDriver, OsFamily,
-    PortMapping, RepositoryCredentials, RuntimePlatform, Secret, Tag, TransportProtocol,
+    ContainerCondition, ContainerDefinition, ContainerDependency, ContainerOverride,
+    CpuArchitecture, KernelCapabilities, KeyValuePair, LinuxParameters, LogConfiguration,
+    LogDriver, OsFamily, PortMapping, RepositoryCredentials, RuntimePlatform, Secret, Tag,
+    TaskOverride, TransportProtocol,
 };
 
 use super::EcsConfig;
 use crate::engine::STOP_GRACE;
 use crate::replica::{
-    AGENT_PORT, DROPPED_CAPABILITIES, Limits, NodeType, ReplicaLabels, ReplicaSpec,
+    AGENT_PORT, DROPPED_CAPABILITIES, HolderSettings, Limits, NodeType, ReplicaLabels, ReplicaSpec,
+    label,
 };
 
 /// The container names inside a replica's task.
@@ -146,17 +148,47 @@ pub fn definition(
         size,
         node_type: spec.node_type,
         containers: vec![agent(config, spec, size, references)?, holder(config)?],
-        tags: tags(&spec.labels),
+        tags: label_tags(&spec.labels),
     })
 }
 
-/// The replica's labels as ECS tags.
-pub fn tags(labels: &ReplicaLabels) -> Vec<Tag> {
-    labels
-        .pairs()
-        .iter()
+/// The replica's labels as ECS tags (the task definition's and the task's).
+pub fn label_tags(labels: &ReplicaLabels) -> Vec<Tag> {
+    (labels.pairs().iter())
         .map(|(key, value)| Tag::builder().key(*key).value(*value).build())
         .collect()
+}
+
+/// A task's tags: its labels and its holder's token (a data plane that adopts the task reads
+/// it back; the agent's container has no task role to read tags with).
+pub fn tags(labels: &ReplicaLabels, token: &Token) -> Vec<Tag> {
+    let mut tags = label_tags(labels);
+    tags.push(
+        Tag::builder()
+            .key(label::HOLDER_TOKEN)
+            .value(token.as_str())
+            .build(),
+    );
+    tags
+}
+
+/// The holder's environment of this task alone (its token and checks): a task definition is a
+/// deployment's, shared by its replicas, and a token is one replica's.
+pub fn holder_overrides(holder: &HolderSettings) -> TaskOverride {
+    let env = (holder.env().into_iter()).map(|var| {
+        KeyValuePair::builder()
+            .name(var.name)
+            .value(var.value)
+            .build()
+    });
+    TaskOverride::builder()
+        .container_overrides(
+            ContainerOverride::builder()
+                .name(HOLDER_CONTAINER)
+                .set_environment(Some(env.collect()))
+                .build(),
+        )
+        .build()
 }
 
 /// The agent's container: first in the definition (moto describes a task's first container

@@ -190,7 +190,8 @@ impl EcsEngine {
                     .awsvpc_configuration(network)
                     .build(),
             )
-            .set_tags(Some(definition::tags(&spec.labels)))
+            .set_tags(Some(definition::tags(&spec.labels, &spec.holder.token)))
+            .overrides(definition::holder_overrides(&spec.holder))
             .send()
             .await
             .map_err(sdk_error)?;
@@ -348,7 +349,7 @@ impl Engine for EcsEngine {
                     id,
                     labels,
                     address: tasks::agent_address(task),
-                    holder: tasks::holder_address(task),
+                    holder: tasks::holder(task),
                     status: tasks::status(task),
                 })
             })

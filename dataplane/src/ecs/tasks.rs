@@ -5,7 +5,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use agent_holder::HOLDER_PORT;
+use agent_holder::{Endpoint, HOLDER_PORT, Token};
 use aws_sdk_ecs::Client;
 use aws_sdk_ecs::types::{DesiredStatus, Task, TaskField, TaskStopCode};
 
@@ -13,7 +13,7 @@ use super::definition::AGENT_CONTAINER;
 use super::error::sdk_error;
 use crate::engine::EngineError;
 use crate::replica::{
-    AGENT_PORT, ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus, pull_message,
+    AGENT_PORT, ExitReason, ReplicaId, ReplicaLabels, ReplicaStatus, label, pull_message,
 };
 
 /// The reason the data plane gives StopTask: a task stopped with it is removed, as far as
@@ -146,9 +146,15 @@ pub fn agent_address(task: &Task) -> Option<SocketAddr> {
     private_ip(task).map(|ip| SocketAddr::new(ip, AGENT_PORT))
 }
 
-/// Where its holder answers.
-pub fn holder_address(task: &Task) -> Option<SocketAddr> {
-    private_ip(task).map(|ip| SocketAddr::new(ip, HOLDER_PORT))
+/// Where its holder answers, and its token (the task's tag).
+pub fn holder(task: &Task) -> Option<Endpoint> {
+    let token = (task.tags().iter())
+        .find(|tag| tag.key() == Some(label::HOLDER_TOKEN))
+        .and_then(|tag| tag.value())?;
+    Some(Endpoint {
+        address: SocketAddr::new(private_ip(task)?, HOLDER_PORT),
+        token: Token::new(token),
+    })
 }
 
 /// Running (provisioning, pulling or running) until ECS says STOPPED.

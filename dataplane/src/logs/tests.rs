@@ -320,6 +320,7 @@ async fn an_agents_lines_reach_its_streams_and_no_value_of_its_environment_ever_
         limits: Limits::of_resources("500m", "1Gi").unwrap(),
         node_type: NodeType::Arm,
         env: vec![env("PORT", "8080"), env("OPENAI_API_KEY", SECRET)],
+        holder: crate::replica::HolderSettings::new(agent_holder::Checks::default()),
     };
     let id = engine.run(&spec).await.unwrap();
     let reports = Arc::new(Recorded::default());

@@ -12,11 +12,10 @@
 //! customer's image), once the readiness timeout has passed since it was first listed; the plan
 //! then starts its replacement.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_holder::{HolderState, client};
+use agent_holder::{Endpoint, HolderState, client};
 use shared::secrets::store::{DataKeyOpener, SecretStore};
 use time::OffsetDateTime;
 
@@ -35,7 +34,7 @@ const ASK_BOUND: Duration = Duration::from_secs(2);
 /// A replica listed that this data plane did not start, with where its holder answers.
 pub struct Adoption {
     pub id: ReplicaId,
-    pub holder: SocketAddr,
+    pub holder: Endpoint,
     /// Not running any more: an idle one is stopped, a held session ends with its exit.
     pub exited: bool,
 }
@@ -43,7 +42,7 @@ pub struct Adoption {
 /// A replica adopted with the session its holder holds.
 struct Held {
     id: ReplicaId,
-    holder: SocketAddr,
+    holder: Endpoint,
     session_id: String,
     since: OffsetDateTime,
     agent: AgentRef,
@@ -71,7 +70,7 @@ where
     pub(super) async fn adopt(self: &Arc<Self>, adoptions: Vec<Adoption>) {
         let asked = adoptions.into_iter().map(|adoption| async move {
             let asked =
-                tokio::time::timeout(ASK_BOUND, client::state(adoption.holder, Duration::ZERO))
+                tokio::time::timeout(ASK_BOUND, client::state(&adoption.holder, Duration::ZERO))
                     .await;
             (adoption, asked)
         });
@@ -103,10 +102,10 @@ where
                 // Left Adopting (counted in the reserve, never claimed): asked again at the next
                 // listing, stopped if it has not answered within the readiness timeout.
                 Ok(Err(error)) => {
-                    tracing::warn!(replica = %id, %holder, %error, "its holder did not say what it holds: asked again at the next listing");
+                    tracing::warn!(replica = %id, holder = %holder.address, %error, "its holder did not say what it holds: asked again at the next listing");
                 }
                 Err(_) => {
-                    tracing::warn!(replica = %id, %holder, "its holder did not answer in time: asked again at the next listing");
+                    tracing::warn!(replica = %id, holder = %holder.address, "its holder did not answer in time: asked again at the next listing");
                 }
             }
         }
@@ -211,7 +210,7 @@ where
         self.shipper.hand_over(&id, &session_id, since);
         self.report_session(&agent, &session_id, "started", Detail::default())
             .await;
-        if let Some(outcome) = self.end_of(&session_id, holder).await {
+        if let Some(outcome) = self.end_of(&session_id, &holder).await {
             self.answered(&agent, &session_id, id, outcome).await;
         }
     }

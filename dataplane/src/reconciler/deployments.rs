@@ -12,7 +12,8 @@ use super::failures::Health;
 use super::plan::{Bounds, Role};
 use super::secrets::Received;
 use crate::events::AgentRef;
-use crate::replica::{Limits, NodeType, ReplicaLabels, ReplicaSpec};
+use crate::replica::{HolderSettings, Limits, NodeType, ReplicaLabels, ReplicaSpec};
+use agent_holder::Checks;
 
 /// A deployment the data plane runs.
 #[derive(Debug)]
@@ -78,8 +79,9 @@ impl Deployment {
         }
     }
 
-    /// A replica's spec; `None` when the deployment cannot be run.
-    pub fn spec(&self, stack: &str) -> Option<ReplicaSpec> {
+    /// A new replica's spec, its holder's checks `checks` (and a token of its own); `None`
+    /// when the deployment cannot be run.
+    pub fn spec(&self, stack: &str, checks: Checks) -> Option<ReplicaSpec> {
         let runnable = self.runnable.as_ref().ok()?;
         Some(ReplicaSpec {
             labels: self.labels(stack),
@@ -88,6 +90,7 @@ impl Deployment {
             limits: runnable.limits,
             node_type: runnable.node_type,
             env: runnable.received.env.clone(),
+            holder: HolderSettings::new(checks),
         })
     }
 

@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use agent_holder::Checks;
 use shared::agent::{DeploymentError, DeploymentState, StatusReport};
 use shared::secrets::store::{DataKeyOpener, SecretStore};
 use time::OffsetDateTime;
@@ -59,6 +60,8 @@ pub struct Config {
     pub stop_grace: Duration,
     /// The bound of each replica's log rate.
     pub log_limit: LogLimit,
+    /// How each replica's holder watches a busy agent.
+    pub holder_checks: Checks,
 }
 
 impl Config {
@@ -73,6 +76,7 @@ impl Config {
             stable_after: Duration::from_secs(60),
             stop_grace: STOP_GRACE,
             log_limit: LogLimit::default(),
+            holder_checks: Checks::default(),
         }
     }
 }

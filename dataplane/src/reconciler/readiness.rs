@@ -140,7 +140,7 @@ where
         };
         if let Some(replica) = self.lock().replicas.get_mut(id) {
             replica.address = replica.address.or(view.address);
-            replica.holder = replica.holder.or(view.holder);
+            replica.holder = replica.holder.take().or(view.holder);
         }
     }
 

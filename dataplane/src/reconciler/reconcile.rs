@@ -102,7 +102,7 @@ where
                     continue;
                 }
                 let running = view.status == ReplicaStatus::Running;
-                match (known, view.holder) {
+                match (known, view.holder.clone()) {
                     // Exited ones too: its holder may still say how its session ended.
                     (true, Some(holder)) => {
                         tracing::info!(replica = %view.id, deployment_id = %view.labels.deployment_id, "adopting a replica: asking its holder what it holds");
@@ -128,7 +128,9 @@ where
                 continue;
             };
             replica.address = view.address.or(replica.address);
-            replica.holder = view.holder.or(replica.holder);
+            if view.holder.is_some() {
+                replica.holder.clone_from(&view.holder);
+            }
             if replica.phase == Phase::Adopting {
                 match self.ask_again(&view, replica, now) {
                     Ok(adoption) => adoptions.extend(adoption),
@@ -211,7 +213,7 @@ where
         if now.duration_since(replica.known_since) > self.config.readiness_timeout {
             return Err(GaveUp);
         }
-        Ok(replica.holder.map(|holder| Adoption {
+        Ok(replica.holder.clone().map(|holder| Adoption {
             id: view.id.clone(),
             holder,
             exited: view.status != ReplicaStatus::Running,
@@ -331,10 +333,14 @@ where
                     if decision.start > 0
                         && state.retirements.may_start(id)
                         && let Some(deployment) = state.deployments.get_mut(id)
-                        && let Some(spec) = deployment.spec(&self.config.stack)
                     {
-                        deployment.launching += decision.start;
-                        launches.extend((0..decision.start).map(|_| spec.clone()));
+                        // A spec each: every replica's holder has a token of its own.
+                        let (stack, checks) = (&self.config.stack, self.config.holder_checks);
+                        let specs: Vec<_> = (0..decision.start)
+                            .filter_map(|_| deployment.spec(stack, checks))
+                            .collect();
+                        deployment.launching += u32::try_from(specs.len()).unwrap_or(u32::MAX);
+                        launches.extend(specs);
                     }
                     stops.extend(decision.stop);
                 }

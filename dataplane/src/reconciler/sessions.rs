@@ -5,12 +5,12 @@
 //! the replica's exit or a stop asked for. A replica takes one session in its life: whatever
 //! ends the session stops the replica, and the plan starts another.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_holder::client::HolderError;
 use agent_holder::contract::{BotOutcome, BotRequest};
-use agent_holder::{HolderState, MAX_WAIT, Outcome, client};
+use agent_holder::{Endpoint, HolderState, MAX_WAIT, Outcome, client};
 use serde_json::{Value, json};
 use shared::secrets::store::{DataKeyOpener, SecretStore};
 use shared::session::{START_TIMEOUT, SessionRequest, Transport, completion};
@@ -224,20 +224,20 @@ where
         self: &Arc<Self>,
         session_id: String,
         replica: ReplicaId,
-        address: SocketAddr,
+        holder: Endpoint,
         cold: bool,
     ) {
         let this = self.clone();
-        self.spawn(async move { this.hold(session_id, replica, address, cold).await });
+        self.spawn(async move { this.hold(session_id, replica, holder, cold).await });
     }
 
-    /// Hands the session to the replica's holder at `address`, reports it started, and waits
-    /// for its end.
+    /// Hands the session to the replica's holder, reports it started, and waits for its end.
+    /// A replica whose agent shows no life is stopped and the session waits for another.
     async fn hold(
         self: Arc<Self>,
         session_id: String,
         replica: ReplicaId,
-        address: SocketAddr,
+        holder: Endpoint,
         cold: bool,
     ) {
         let taken = {
@@ -258,7 +258,17 @@ where
         // the deployment's stream); a replica that does not take it is stopped, never reused.
         let at = OffsetDateTime::now_utc();
         self.shipper.hand_over(&replica, &session_id, at);
-        if let Err(error) = client::hand_over(address, &request).await {
+        let handed = client::hand_over(&holder, &request).await;
+        if let Err(HolderError::NotAlive { reason }) = &handed {
+            tracing::warn!(%session_id, %replica, %reason, "the replica's agent shows no life: the session waits for another");
+            if self.lock().release(&session_id, &replica) {
+                self.stop_replica(replica);
+                // Its replacement is started now, not at the next tick.
+                self.apply_plans();
+            }
+            return;
+        }
+        if let Err(error) = handed {
             tracing::warn!(%session_id, %replica, %error, "the replica did not take the session");
             if self.end(&session_id).is_some() {
                 let detail = Detail::ended(completion::AGENT_ERROR);
@@ -284,14 +294,14 @@ where
         tracing::info!(%session_id, %replica, cold, "session started");
         self.report_session(&agent, &session_id, "started", detail)
             .await;
-        if let Some(outcome) = self.end_of(&session_id, address).await {
+        if let Some(outcome) = self.end_of(&session_id, &holder).await {
             self.answered(&agent, &session_id, replica, outcome).await;
         }
     }
 
-    /// Waits for the holder at `holder` to say how the session ended (its long poll, asked
-    /// again until then); `None` once the session ended otherwise (a stop, the replica's exit).
-    pub(super) async fn end_of(&self, session_id: &str, holder: SocketAddr) -> Option<BotOutcome> {
+    /// Waits for the holder to say how the session ended (its long poll, asked again until
+    /// then); `None` once the session ended otherwise (a stop, the replica's exit).
+    pub(super) async fn end_of(&self, session_id: &str, holder: &Endpoint) -> Option<BotOutcome> {
         loop {
             let held = self
                 .lock()
@@ -322,7 +332,7 @@ where
                 Ok(_) => {}
                 Err(error) => {
                     // Its exit, if that is why, is seen by the loop; else asked again.
-                    tracing::debug!(%session_id, %holder, %error, "asking the holder failed");
+                    tracing::debug!(%session_id, holder = %holder.address, %error, "asking the holder failed");
                     tokio::time::sleep(self.config.tick.max(Duration::from_millis(100))).await;
                 }
             }

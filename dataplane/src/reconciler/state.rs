@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use agent_holder::Endpoint;
 use agent_holder::contract::BotRequest;
 
 use super::deployments::Deployments;
@@ -36,8 +37,8 @@ pub enum Phase {
 pub struct Replica {
     pub labels: ReplicaLabels,
     pub address: Option<SocketAddr>,
-    /// Where its holder answers: sessions are handed to it.
-    pub holder: Option<SocketAddr>,
+    /// Where its holder answers, and its token: sessions are handed to it.
+    pub holder: Option<Endpoint>,
     pub phase: Phase,
     /// When the data plane first knew it: a listing asked for earlier may not show it yet.
     pub known_since: Instant,
@@ -181,7 +182,7 @@ impl State {
 
     /// Claims an idle ready replica of the session's deployment for it: the replica and where
     /// its holder answers.
-    pub fn claim(&mut self, session_id: &str) -> Option<(ReplicaId, SocketAddr)> {
+    pub fn claim(&mut self, session_id: &str) -> Option<(ReplicaId, Endpoint)> {
         let session = self.sessions.get_mut(session_id)?;
         if session.phase != SessionPhase::Waiting {
             return None;
@@ -191,7 +192,7 @@ impl State {
                 && replica.holder.is_some()
                 && replica.labels.deployment_id == session.deployment_id
         })?;
-        let address = replica.holder?;
+        let address = replica.holder.clone()?;
         replica.phase = Phase::Held {
             session_id: session_id.to_owned(),
         };
@@ -200,6 +201,25 @@ impl State {
         };
         self.waiting.retain(|waiting| waiting != session_id);
         Some((id.clone(), address))
+    }
+
+    /// The session claimed `replica` and its agent showed no life: the replica is condemned
+    /// and the session waits for another (it keeps its place among the waiting, first). True
+    /// when it was so (the caller then stops the replica).
+    pub fn release(&mut self, session_id: &str, replica: &ReplicaId) -> bool {
+        let Some(session) = self.sessions.get_mut(session_id) else {
+            return false;
+        };
+        if session.phase
+            != (SessionPhase::Held {
+                replica: replica.clone(),
+            })
+        {
+            return false;
+        }
+        session.phase = SessionPhase::Waiting;
+        self.waiting.insert(0, session_id.to_owned());
+        self.condemn(replica)
     }
 
     /// Marks the replica stopping; true when it was not already (the caller then stops it).
@@ -286,6 +306,13 @@ mod tests {
         state.waiting.push(id.into());
     }
 
+    fn endpoint() -> Endpoint {
+        Endpoint {
+            address: SocketAddr::from(([127, 0, 0, 1], 18080)),
+            token: agent_holder::Token::new("t"),
+        }
+    }
+
     fn idle(state: &mut State, id: &str) {
         let labels = ReplicaLabels {
             stack: "s".into(),
@@ -297,7 +324,7 @@ mod tests {
         let replica = Replica {
             labels,
             address: Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
-            holder: Some(SocketAddr::from(([127, 0, 0, 1], 18080))),
+            holder: Some(endpoint()),
             phase: Phase::Idle,
             known_since: Instant::now(),
         };
@@ -360,14 +387,11 @@ mod tests {
         waiting(&mut state, "s1", Instant::now());
         assert_eq!(state.claim("s1"), None);
         if let Some(replica) = state.replicas.get_mut(&ReplicaId("r1".into())) {
-            replica.holder = Some(SocketAddr::from(([127, 0, 0, 1], 18080)));
+            replica.holder = Some(endpoint());
         }
         assert_eq!(
             state.claim("s1"),
-            Some((
-                ReplicaId("r1".into()),
-                SocketAddr::from(([127, 0, 0, 1], 18080))
-            )),
+            Some((ReplicaId("r1".into()), endpoint())),
             "the session goes to the holder, not the agent's 8080"
         );
     }

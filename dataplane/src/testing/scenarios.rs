@@ -7,6 +7,7 @@
 //! customer would.
 
 mod failures;
+mod liveness;
 mod logs;
 mod reserve;
 mod restart;
@@ -22,6 +23,10 @@ pub use failures::{
     a_pull_failure_after_run_is_reported_failed_at_once, a_readiness_timeout_is_reported_failed,
     a_set_that_does_not_open_is_secret_set_unavailable, an_oom_kill_at_start_is_reported_failed,
     an_unpullable_image_is_reported_failed_at_once,
+};
+pub use liveness::{
+    a_frozen_idle_replica_is_never_handed_a_session_another_takes_it,
+    a_replica_that_stops_answering_mid_session_ends_it_agent_error,
 };
 pub use logs::a_log_flood_past_the_limit_is_stored_once_or_counted_in_a_marker;
 pub use reserve::{
@@ -81,6 +86,8 @@ macro_rules! every_scenario {
             an_unpullable_image_is_reported_failed_at_once,
             a_readiness_timeout_is_reported_failed,
             two_sessions_never_share_a_replica,
+            a_frozen_idle_replica_is_never_handed_a_session_another_takes_it,
+            a_replica_that_stops_answering_mid_session_ends_it_agent_error,
             a_duplicate_session_requested_claims_nothing_new,
             a_daily_room_without_credentials_is_transport_not_configured,
             a_set_that_does_not_open_is_secret_set_unavailable,
@@ -161,6 +168,9 @@ pub trait Harness: Send + Sync {
     fn sessions_of(&self, id: &ReplicaId) -> impl Future<Output = Vec<String>> + Send;
     /// Kills the replica as the kernel does when it runs out of memory.
     fn oom_kill(&self, id: &ReplicaId) -> impl Future<Output = ()> + Send;
+    /// Pauses the replica's agent (`docker pause`: its processes frozen, its socket still
+    /// accepting): it answers nothing, and stays listed running.
+    fn freeze(&self, id: &ReplicaId) -> impl Future<Output = ()> + Send;
     /// Whether what the engine keeps for the deployment outside its replicas is released (on
     /// ECS its secrets deleted and its task definition revisions INACTIVE). `None` on an engine
     /// that keeps nothing (Docker): the scenarios then see only that it was asked

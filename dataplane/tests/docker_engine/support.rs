@@ -13,7 +13,8 @@ use bollard::exec::{CreateExecOptions, StartExecResults};
 use data_plane::docker::DockerEngine;
 use data_plane::engine::Engine;
 use data_plane::replica::{
-    AGENT_PORT, EnvVar, Limits, NodeType, PIDS_LIMIT, ReplicaLabels, ReplicaSpec, ReplicaView,
+    AGENT_PORT, EnvVar, HolderSettings, Limits, NodeType, PIDS_LIMIT, ReplicaLabels, ReplicaSpec,
+    ReplicaView,
 };
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -93,6 +94,7 @@ impl Stack {
             },
             node_type: NodeType::Arm,
             env: vars,
+            holder: HolderSettings::new(agent_holder::Checks::default()),
         }
     }
 }

@@ -54,6 +54,7 @@ fn spec(cpu_millis: u32, memory_mib: u32) -> ReplicaSpec {
                 value: "sk-secret-value".into(),
             },
         ],
+        holder: HolderSettings::new(agent_holder::Checks::default()),
     }
 }
 
@@ -207,8 +208,9 @@ fn the_agent_has_the_task_but_the_holders_32_mib_and_stops_first_with_10_s() {
 }
 
 #[test]
-fn a_task_carries_the_replicas_labels_as_tags() {
-    let tags: Vec<_> = tags(&spec(500, 1024).labels)
+fn a_task_carries_the_replicas_labels_and_its_holders_token_as_tags() {
+    let spec = spec(500, 1024);
+    let tags: Vec<_> = tags(&spec.labels, &spec.holder.token)
         .iter()
         .map(|tag| {
             (
@@ -225,5 +227,34 @@ fn a_task_carries_the_replicas_labels_as_tags() {
         tags.contains(&("agent-hosting.stack".into(), "stack".into())),
         "{tags:?}"
     );
-    assert_eq!(tags.len(), 5);
+    let token = (
+        "agent-hosting.holderToken".into(),
+        spec.holder.token.as_str().into(),
+    );
+    assert!(tags.contains(&token), "the holder's token");
+    assert_eq!(tags.len(), 6);
+    // The task's own: its definition, shared by the deployment's replicas, has no token.
+    assert_eq!(label_tags(&spec.labels).len(), 5);
+}
+
+#[test]
+fn a_task_gives_its_holder_its_token_and_checks_in_an_override() {
+    let spec = spec(500, 1024);
+    let overrides = holder_overrides(&spec.holder);
+    let holder = &overrides.container_overrides()[0];
+    assert_eq!(holder.name(), Some(HOLDER_CONTAINER));
+    let env: Vec<(&str, &str)> = (holder.environment().iter())
+        .map(|var| {
+            (
+                var.name().unwrap_or_default(),
+                var.value().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert!(
+        env.contains(&("HOLDER_TOKEN", spec.holder.token.as_str())),
+        "{:?}",
+        env.len()
+    );
+    assert!(env.contains(&("HOLDER_CHECK_SECONDS", "5")));
 }

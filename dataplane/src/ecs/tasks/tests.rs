@@ -177,14 +177,23 @@ fn a_tasks_address_is_its_enis_private_ip() {
                 .build(),
         )
         .build();
-    let running = task("RUNNING").attachments(eni).build();
+    let token = Tag::builder()
+        .key("agent-hosting.holderToken")
+        .value("the-token")
+        .build();
+    let running = task("RUNNING").attachments(eni.clone()).tags(token).build();
     assert_eq!(
         agent_address(&running),
         Some("10.0.1.17:8080".parse().unwrap())
     );
+    let endpoint = super::holder(&running).expect("its holder");
+    assert_eq!(endpoint.address, "10.0.1.17:18080".parse().unwrap());
+    assert_eq!(endpoint.token.as_str(), "the-token");
+    let untagged = task("RUNNING").attachments(eni).build();
     assert_eq!(
-        holder_address(&running),
-        Some("10.0.1.17:18080".parse().unwrap())
+        super::holder(&untagged),
+        None,
+        "a holder without its token is asked nothing"
     );
     assert_eq!(agent_address(&task("PROVISIONING").build()), None);
 }

@@ -46,6 +46,10 @@ impl Harness for Fake {
     async fn oom_kill(&self, id: &ReplicaId) {
         self.0.kill(id, ExitReason::OomKilled);
     }
+
+    async fn freeze(&self, id: &ReplicaId) {
+        self.0.freeze(id);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

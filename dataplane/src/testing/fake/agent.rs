@@ -70,9 +70,17 @@ pub(super) struct Agent {
     pub memory_mib: u32,
     /// agent.py's `environment: ...` line.
     pub environment: String,
+    /// Paused: nothing is answered while it is.
+    pub frozen: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Agent {
+    /// Once it is not paused (never, for a replica paused until its stop).
+    async fn thawed(&self) {
+        let mut frozen = self.frozen.clone();
+        let _ = frozen.wait_for(|frozen| !frozen).await;
+    }
+
     /// The process exits: the engine stops this server, so the current request never answers.
     async fn exit(&self, reason: ExitReason) -> Response<Full<Bytes>> {
         if let Some(engine) = self.engine.upgrade() {
@@ -130,13 +138,21 @@ async fn answer(
     agent: Arc<Agent>,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    agent.thawed().await;
+    let answered = answer_thawed(&agent, request).await;
+    // Paused meanwhile (a session's request, held): the answer waits too.
+    agent.thawed().await;
+    Ok(answered)
+}
+
+async fn answer_thawed(agent: &Arc<Agent>, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let (parts, body) = request.into_parts();
     let body = body
         .collect()
         .await
         .map(|collected| collected.to_bytes())
         .unwrap_or_default();
-    Ok(match (&parts.method, parts.uri.path()) {
+    match (&parts.method, parts.uri.path()) {
         (&Method::GET, "/readyz") if Instant::now() >= agent.ready_at => {
             document(StatusCode::OK, json!({"status": "ok"}))
         }
@@ -146,11 +162,11 @@ async fn answer(
         ),
         (&Method::GET, "/livez") => document(StatusCode::OK, json!({"status": "ok"})),
         (&Method::POST, "/bot") => match parsed(&body) {
-            Ok(members) => bot(&agent, parts.headers, members).await,
+            Ok(members) => bot(agent, parts.headers, members).await,
             Err(refusal) => document(StatusCode::BAD_REQUEST, json!({"error": refusal})),
         },
         _ => document(StatusCode::NOT_FOUND, json!({"error": "not found"})),
-    })
+    }
 }
 
 fn parsed(body: &[u8]) -> Result<Map<String, Value>, &'static str> {

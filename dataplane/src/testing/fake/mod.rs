@@ -14,6 +14,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use agent_holder::Endpoint;
 use agent_holder::server::{self as holder, Holder};
 use futures_util::stream::BoxStream;
 use http::HeaderMap;
@@ -23,7 +24,7 @@ use tokio::task::AbortHandle;
 
 use crate::engine::{Engine, EngineError, LogLine, RunError};
 use crate::replica::{
-    ExitReason, ReplicaId, ReplicaSpec, ReplicaStatus, ReplicaView, pull_message,
+    ExitReason, HolderSettings, ReplicaId, ReplicaSpec, ReplicaStatus, ReplicaView, pull_message,
 };
 
 use agent::Agent;
@@ -70,7 +71,7 @@ pub struct RetireAsked {
 struct Replica {
     spec: ReplicaSpec,
     address: Option<SocketAddr>,
-    holder: Option<SocketAddr>,
+    holder: Option<Endpoint>,
     status: ReplicaStatus,
     /// The agent's server task: aborting it drops its listener and every connection it holds.
     server: Option<AbortHandle>,
@@ -79,6 +80,9 @@ struct Replica {
     holder_server: Option<AbortHandle>,
     book: Arc<LogBook>,
     bot_requests: Vec<(HeaderMap, serde_json::Value)>,
+    /// Paused: its agent answers nothing (its connections are accepted, as a frozen process's
+    /// socket accepts them).
+    frozen: tokio::sync::watch::Sender<bool>,
 }
 
 impl Shared {
@@ -158,6 +162,14 @@ impl FakeEngine {
         self.shared.exit(id, reason);
     }
 
+    /// The replica's agent is paused (`docker pause`): it stays listed running, and answers
+    /// nothing from now on.
+    pub fn freeze(&self, id: &ReplicaId) {
+        if let Some(replica) = self.shared.state().replicas.get(id) {
+            replica.frozen.send_replace(true);
+        }
+    }
+
     /// Every `retire` asked, in order.
     pub fn retires(&self) -> Vec<RetireAsked> {
         self.shared.state().retires.clone()
@@ -166,6 +178,14 @@ impl FakeEngine {
     /// The next `n` retires answer `Unavailable`, as a throttled or absent AWS would.
     pub fn fail_retires(&self, n: u32) {
         self.shared.state().failing_retires = n;
+    }
+
+    /// Whether the replica is paused, as its agent watches it.
+    fn frozen(&self, id: &ReplicaId) -> tokio::sync::watch::Receiver<bool> {
+        match self.shared.state().replicas.get(id) {
+            Some(replica) => replica.frozen.subscribe(),
+            None => tokio::sync::watch::Sender::new(false).subscribe(),
+        }
     }
 
     /// How many times `run` was called (pull failures too).
@@ -188,6 +208,7 @@ impl FakeEngine {
                 holder_server: None,
                 book: Arc::new(LogBook::default()),
                 bot_requests: Vec::new(),
+                frozen: tokio::sync::watch::Sender::new(false),
             },
         );
         id
@@ -243,9 +264,11 @@ impl Engine for FakeEngine {
             exit_after_ready: knobs.exit_after_ready,
             memory_mib: spec.limits.memory_mib,
             environment: book::environment(&spec.env),
+            frozen: self.frozen(&id),
         };
         let server = tokio::spawn(agent::serve(listener, Arc::new(agent)));
-        let (holder, holder_server) = serve_holder(address).await?;
+        let (holder, holder_server) = serve_holder(address, &spec.holder).await?;
+        let holder_address = holder.address;
         match self.shared.state().replicas.get_mut(&id) {
             Some(replica) => {
                 replica.server = Some(server.abort_handle());
@@ -257,7 +280,7 @@ impl Engine for FakeEngine {
                 holder_server.abort();
             }
         }
-        tracing::info!(replica = %id, %address, %holder, "fake replica started");
+        tracing::info!(replica = %id, %address, holder = %holder_address, "fake replica started");
         Ok(id)
     }
 
@@ -288,7 +311,7 @@ impl Engine for FakeEngine {
                 id: id.clone(),
                 labels: replica.spec.labels.clone(),
                 address: replica.address,
-                holder: replica.holder,
+                holder: replica.holder.clone(),
                 status: replica.status.clone(),
             })
             .collect())
@@ -327,16 +350,25 @@ impl Engine for FakeEngine {
     }
 }
 
-/// The real holder's server for the agent at `agent`, on a port of its own: its address and task.
-async fn serve_holder(agent: SocketAddr) -> Result<(SocketAddr, AbortHandle), EngineError> {
+/// The real holder's server for the agent at `agent`, on a port of its own, with the spec's
+/// token and checks: where it answers and its task.
+async fn serve_holder(
+    agent: SocketAddr,
+    settings: &HolderSettings,
+) -> Result<(Endpoint, AbortHandle), EngineError> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .await
         .map_err(|error| EngineError::Unavailable(error.to_string()))?;
     let address = listener
         .local_addr()
         .map_err(|error| EngineError::Unavailable(error.to_string()))?;
-    let server = tokio::spawn(holder::serve(listener, Holder::new(agent)));
-    Ok((address, server.abort_handle()))
+    let holder = Holder::new(agent, settings.token.clone(), settings.checks);
+    let server = tokio::spawn(holder::serve(listener, holder));
+    let endpoint = Endpoint {
+        address,
+        token: settings.token.clone(),
+    };
+    Ok((endpoint, server.abort_handle()))
 }
 
 /// What Docker says when a registry has no such repository (or refuses it without login).

@@ -7,7 +7,7 @@ use serde_json::json;
 use tokio::time::timeout;
 
 use super::*;
-use crate::replica::{EnvVar, Limits, NodeType, ReplicaLabels};
+use crate::replica::{EnvVar, HolderSettings, Limits, NodeType, ReplicaLabels};
 
 const BOUND: Duration = Duration::from_secs(10);
 const SESSION: &str = "0198c0de-0000-7000-8000-0000000000aa";
@@ -38,6 +38,7 @@ fn spec(stack: &str, image: &str, env: &[(&str, &str)]) -> ReplicaSpec {
                 value: value.into(),
             })
             .collect(),
+        holder: HolderSettings::new(agent_holder::Checks::default()),
     }
 }
 
@@ -382,7 +383,7 @@ async fn dropping_the_engine_stops_its_replicas() {
 }
 
 /// The holder's state once it says `ended`, by its long poll.
-async fn holder_ended(holder: SocketAddr) -> HolderState {
+async fn holder_ended(holder: &agent_holder::Endpoint) -> HolderState {
     timeout(BOUND, async {
         loop {
             let state = client::state(holder, Duration::from_secs(2)).await.unwrap();
@@ -406,14 +407,14 @@ async fn its_holder_hands_the_session_to_its_agent_and_outlives_the_agents_exit(
         transport: None,
         room: None,
     };
-    client::hand_over(holder, &request).await.unwrap();
+    client::hand_over(&holder, &request).await.unwrap();
     assert_eq!(engine.bot_requests(&id).len(), 1);
     engine.kill(&id, ExitReason::Exited { code: 3 });
-    let state = holder_ended(holder).await;
+    let state = holder_ended(&holder).await;
     assert!(
         matches!(&state, HolderState::Ended { session_id, outcome: Outcome::AgentError, .. } if session_id == SESSION),
         "{state:?}"
     );
     engine.stop(&id, Duration::from_secs(1)).await.unwrap();
-    assert!(client::state(holder, Duration::ZERO).await.is_err());
+    assert!(client::state(&holder, Duration::ZERO).await.is_err());
 }

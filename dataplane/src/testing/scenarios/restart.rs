@@ -166,12 +166,13 @@ async fn holding<H: Harness>(
 
 /// Waits (up to [`WAIT`]) for the replica's holder to say its session ended.
 async fn holder_ended(view: &ReplicaView) {
-    let address = view
+    let holder = view
         .holder
+        .clone()
         .expect("a running replica's holder has an address");
     let ended = tokio::time::timeout(WAIT, async {
         loop {
-            match client::state(address, Duration::from_secs(5)).await {
+            match client::state(&holder, Duration::from_secs(5)).await {
                 Ok(HolderState::Ended { .. }) => return,
                 Ok(_) => {}
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,

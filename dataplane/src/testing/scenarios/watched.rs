@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use futures_util::stream::BoxStream;
 use time::OffsetDateTime;
 
+use agent_holder::Endpoint;
+
 use crate::engine::{Engine, EngineError, LogLine, RunError};
 use crate::replica::{ReplicaId, ReplicaSpec, ReplicaView};
 
@@ -114,7 +116,12 @@ impl<E: Engine> Engine for Watched<E> {
         let muted = (self.muted.lock().unwrap_or_else(PoisonError::into_inner)).clone();
         for view in &mut views {
             if let Some(holder) = muted.get(&view.id) {
-                view.holder = *holder;
+                // The holder's own token, at the address given: only the address is wrong.
+                view.holder =
+                    (holder.zip(view.holder.take())).map(|(address, endpoint)| Endpoint {
+                        address,
+                        ..endpoint
+                    });
             }
         }
         Ok(views)
