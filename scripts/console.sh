@@ -36,8 +36,8 @@ output() {
   echo "$value"
 }
 
-# The console's config.json (the shape of docs/design/console.md section 5): the API on the same
-# origin (CloudFront forwards /v1/*), Cognito's regional endpoint.
+# The console's config.json (its shape: docs/console.md, "Building and serving it"): the API
+# on the same origin (CloudFront forwards /v1/*), Cognito's regional endpoint.
 config_json() {
   local stack=$1
   python3 - "$region" "$(output "$stack" PeoplePoolId)" "$(output "$stack" PeopleClientId)" \

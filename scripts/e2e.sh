@@ -20,7 +20,7 @@
 # the Docker Engine running the example agent's image: replicas, sessions, logs, failures,
 # delete), anchor-cli (tests/e2e/anchor_cli.rs: the anchor's CLI, whole, on the Docker Engine's
 # data plane: deploy, update, status, deployments, a crash loop, scale, start, sessions, logs,
-# stop, list, delete, and the members refused; docs/design/anchor-cli.md section 6),
+# stop, list, delete, and the members refused; docs/anchor-cli.md),
 # dataplane-bench (tests/e2e/dataplane_bench.rs: make bench's figures of the data plane on
 # Docker; not in make test), people (tests/e2e/people.rs: a person's Cognito access token from
 # the stack's moto pool on the API and /v1/keys, keys refused there, expired and forged tokens),

@@ -1,5 +1,5 @@
 // Debian's chromium driven by playwright-core (no browser download): the flags of
-// docs/design/console.md section 0, a fresh profile per launch, clipboard permissions so a test
+// docs/console.md ("Its tests"), a fresh profile per launch, clipboard permissions so a test
 // can read back what a Copy button wrote, and helpers the suites share.
 
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";

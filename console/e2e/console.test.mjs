@@ -1,5 +1,5 @@
 // The console against a running stack (scripts/e2e.sh watch console): issue 35's Show list in
-// order (docs/design/console.md section 6). What a person's token may reach through the API
+// order (docs/console.md, "The walk"). What a person's token may reach through the API
 // (tenancy, API keys refused on /v1/keys, expired and forged tokens) is the people suite's
 // (tests/e2e/people.rs), on this stack and through sam's authorizer.
 // Needs the stack's variables (STACK_API_URL, STACK_CONSOLE_URL, EXAMPLE_IMAGE: its data plane

@@ -1,7 +1,8 @@
 // A stand-in for the stack, for e2e/offline.test.mjs: the built console served as the dev
-// gateway serves it (the CSP and headers of docs/design/console.md section 5), and an in-memory
-// /v1 with the shapes of openapi.yaml (agents, sessions, logs, secrets, keys). It checks only
-// that a Bearer credential of three segments is present: the real checks are the stack's.
+// gateway serves it (the CSP and headers of docs/console.md, "Building and serving it"), and an
+// in-memory /v1 with the shapes of openapi.yaml (agents, sessions, logs, secrets, keys). It
+// checks only that a Bearer credential of three segments is present: the real checks are the
+// stack's.
 
 import { createServer } from "node:http";
 import { readFileSync, existsSync, statSync } from "node:fs";

@@ -3,7 +3,7 @@
 //!
 //! The decisions (how many replicas, which takes a session, when one is replaced, what is
 //! reported) are made once, in [`reconciler`], above an [`engine::Engine`] that only runs
-//! containers and says what became of them; docs/design/data-plane.md is the design. Ports
+//! containers and says what became of them; docs/data-plane.md describes it. Ports
 //! beside the domain:
 //! - [`engine`]: the container engine ([`docker`] here, ECS on Fargate with issue 33);
 //! - [`ports`]: where reports and lines go;

@@ -1,4 +1,4 @@
-//! The holder (docs/design/data-plane.md, "Who holds each session's POST /bot"): a small HTTP
+//! The holder (docs/data-plane.md, "The holder"): a small HTTP
 //! server in every replica, in the agent's network namespace on [`HOLDER_PORT`], that takes a
 //! session from the data plane and holds the agent's `POST /bot` for the whole of it. The
 //! session then lives and dies with its replica: a data plane restarted at any moment asks the

@@ -8,7 +8,7 @@
 //! `Callers`) admits or refuses it.
 //!
 //! The same `Authorization: Bearer` header also carries a person's Cognito access token (the
-//! console's; design console section 1): [`bearer_credential`] tells the two apart by shape, and
+//! console's; docs/people.md): [`bearer_credential`] tells the two apart by shape, and
 //! [`authenticate`] checks either, the token with [`crate::people::Verifier`] and then the
 //! person's item in the accounts table. A person may do what a private key may, and alone may
 //! manage keys.

@@ -1,4 +1,4 @@
-//! The anchor's CLI, whole (issue 34; docs/design/anchor-cli.md section 6), end to end: PyPI
+//! The anchor's CLI, whole (issue 34; docs/testing.md, the anchor's CLI suite), end to end: PyPI
 //! pipecatcloud 1.4.0 unchanged, pointed at the stack with docs/anchor-cli.md's variables, the
 //! stack's data plane on the Docker Engine running the example agent's image (`EXAMPLE_IMAGE`,
 //! built by scripts/e2e.sh). Each command's exit status and the lines it prints are what a user

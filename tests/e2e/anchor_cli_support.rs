@@ -1,6 +1,6 @@
 //! The anchor's CLI as the anchor_cli suite runs it (a module of tests/e2e/anchor_cli.rs): PyPI
 //! pipecatcloud 1.4.0, unchanged, pointed at the stack with the variables of
-//! docs/anchor-cli.md (design anchor-cli section 0), in plain output; each command bounded in
+//! docs/anchor-cli.md ("The variables"), in plain output; each command bounded in
 //! time, its exit status and its lines read as a user reads them.
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! People end to end (contract section 13; design console section 6), against a running stack:
+//! People end to end (contract section 13; docs/testing.md, the people suite), against a stack:
 //! cargo lambda watch (each function checks the token itself) or sam local (the template's REST
 //! authorizer checks it, the functions read its context). `scripts/e2e.sh watch people` and
 //! `scripts/e2e.sh sam people` start the stack and run this file.

@@ -1,4 +1,4 @@
-//! People through their access tokens (design console section 6): on the in-memory store, a
+//! People through their access tokens (docs/people.md): on the in-memory store, a
 //! person of one account reaches nothing of another's with their token, exactly as a key of
 //! that account would not, and a bad token is the bad key's 401 on every family of routes.
 

@@ -506,7 +506,7 @@ fn if_of(value: &Yaml) -> Option<(&str, &Yaml, &Yaml)> {
     }
 }
 
-/// The keys routes (design console section 3) read and write the accounts table only, with the
+/// The keys routes (docs/api.md, "Keys") read and write the accounts table only, with the
 /// four actions a list, an issue (a transaction of a put and the live-key count's update) and a
 /// revocation need: no delete, no scan, no other table.
 #[test]

@@ -1,7 +1,8 @@
-//! The data plane on AWS (issue 33; docs/design/ecs-engine.md): one long-running Fargate task
-//! runs the same reconciler as `make run` does, on the ECS engine, fed by its SQS inbox. This
-//! file only wires: the settings (src/service/settings.rs), the AWS clients, what should run
-//! (read from the agents table), the reconcile loop, the inbox until SIGTERM or SIGINT.
+//! The data plane on AWS (issue 33; docs/operations.md, "The data plane on AWS"): one
+//! long-running Fargate task runs the same reconciler as `make run` does, on the ECS engine,
+//! fed by its SQS inbox. This file only wires: the settings (src/service/settings.rs), the AWS
+//! clients, what should run (read from the agents table), the reconcile loop, the inbox until
+//! SIGTERM or SIGINT.
 //!
 //! On SIGTERM (a deploy or scale-in of the service) no replica is stopped: the inbox stops
 //! receiving (a batch in hand is finished and deleted), the plane halts, and the next task adopts

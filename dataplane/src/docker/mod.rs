@@ -1,6 +1,6 @@
 //! The Docker Engine as the [`Engine`] (locally; Debian's `docker.io`, API 1.41 and later):
 //! a replica is two containers, its holder's on its namespace's bridge network and the
-//! deployment's image in the holder's network namespace (docs/design/data-plane.md). A
+//! deployment's image in the holder's network namespace (docs/data-plane.md, "A replica"). A
 //! replica's id is its agent's container's. The concerns, each its own file: the containers
 //! asked for ([`create`]), the image pulled ([`image`]), the networks ([`network`]), the listing
 //! and exit reasons ([`list`]), the lines ([`forward`]: the Engine sends them to the data

@@ -1,4 +1,4 @@
-//! A deployment's task definition (docs/design/ecs-engine.md): one family per deployment, the
+//! A deployment's task definition (docs/data-plane.md, "On ECS"): one family per deployment, the
 //! profile's Fargate task size exactly, the agent's container and the holder's. Secret values
 //! never appear here: the agent's secret keys are named by reference (`secrets`, a Secrets
 //! Manager ARN and JSON key), and so are the pull credentials (`repositoryCredentials`).

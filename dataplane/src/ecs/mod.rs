@@ -1,5 +1,5 @@
 //! Amazon ECS on Fargate as the [`Engine`] (contract section 12, issue 33;
-//! docs/design/ecs-engine.md): a replica is a standalone Fargate task of its deployment's task
+//! docs/data-plane.md, "On ECS"): a replica is a standalone Fargate task of its deployment's task
 //! definition (never a service: a service may scale in a task that holds a session). The
 //! concerns, each its own file: the task definition ([`definition`]), the secret values
 //! written where the definition names them ([`secrets`]), tasks listed and their ends

@@ -1,4 +1,4 @@
-//! Deployments retired from the engine (docs/design/ecs-engine.md, "retire"): what the engine
+//! Deployments retired from the engine (docs/data-plane.md, "The engine port"): what the engine
 //! keeps for a deployment outside its replicas (on ECS its secret values, $0.40 a
 //! secret-month, and its task definition revisions) is released once the deployment is gone
 //! for good and none of its replicas is listed: a superseded deployment once its last replica

@@ -1,7 +1,7 @@
-//! The console's files on the API's own origin (design console section 5, locally): `--console
-//! DIR` serves DIR under `/console/`, `--console-config FILE` as `/console/config.json`, with the
-//! Content-Security-Policy and headers CloudFront adds on AWS. Same origin: the console calls
-//! `/v1/...` relatively and the API needs no CORS.
+//! The console's files on the API's own origin (docs/console.md, "Building and serving it"):
+//! `--console DIR` serves DIR under `/console/`, `--console-config FILE` as
+//! `/console/config.json`, with the Content-Security-Policy and headers CloudFront adds on AWS.
+//! Same origin: the console calls `/v1/...` relatively and the API needs no CORS.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -121,7 +121,7 @@ impl Console {
     }
 }
 
-/// The policy of design section 5, naming `cognito` (an origin, or nothing) in `connect-src`.
+/// The policy of docs/console.md, naming `cognito` (an origin, or nothing) in `connect-src`.
 pub fn content_security_policy(cognito: &str) -> String {
     let connect = if cognito.is_empty() {
         "'self'".to_owned()

@@ -1,5 +1,5 @@
 //! The REST API's Lambda authorizer (REQUEST type): checks `Authorization: Bearer <key>` (or a
-//! person's Cognito access token, design console section 1) with the same code the functions
+//! person's Cognito access token, docs/people.md) with the same code the functions
 //! use, and answers the gateway with an IAM policy. Allowed, it names the
 //! account three ways: as the principal, in the context the routes read, and as the
 //! `usageIdentifierKey` that puts the request under the account's usage plan (per-account

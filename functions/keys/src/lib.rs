@@ -1,4 +1,4 @@
-//! A person's API keys (design console section 3), for the console and the anchor's CLI
+//! A person's API keys (docs/api.md, "Keys"), for the console and the anchor's CLI
 //! (`organizations keys`): only a person signed in may use these routes; any API key is a 403,
 //! so a leaked key cannot mint more. The key rules (names, the 50-live-key limit, revocation) are
 //! `shared::account`'s, the operator command's too.

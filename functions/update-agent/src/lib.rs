@@ -5,7 +5,7 @@
 //! `If-Match` makes it conditional (412); `Idempotency-Key` works as on create.
 //!
 //! PUT /v1/agents is the same operation for the agent the body's `serviceName` names: the
-//! anchor CLI's update (`pipecat cloud deploy` of an existing agent, design anchor-cli 1.1).
+//! anchor CLI's update (`pipecat cloud deploy` of an existing agent, docs/anchor-cli.md).
 
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};

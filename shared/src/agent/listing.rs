@@ -1,6 +1,6 @@
 //! GET /v1/agents (contract section 6): the caller's agents by name, a page at a time; with the
-//! anchor CLI's `include` and `region` (design anchor-cli 2.1), which `pipecat cloud agent list`
-//! sends.
+//! anchor CLI's `include` and `region` (docs/api.md, "Reading an agent"), which `pipecat cloud
+//! agent list` sends.
 
 use serde::Serialize;
 

@@ -1,4 +1,4 @@
-//! The agent object's revisions (design anchor-cli 2.2): its active deployment as
+//! The agent object's revisions (docs/api.md, "Reading an agent"): its active deployment as
 //! `currentRevision`, with its health from the data plane's reports, and during a rollout the
 //! deployment still serving as `previousRevision`; the anchor's CLI prints both (`agent status`)
 //! and reads them while a deploy settles.

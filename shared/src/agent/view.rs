@@ -1,6 +1,6 @@
 //! The agent object the API answers (agent-hosting-api 2.1, contract section 6), made from what
 //! is kept of the agent: create's members; a read's and an update's `errors` and the members the
-//! anchor's CLI reads (design anchor-cli 2.2); GET's `body` envelope.
+//! anchor's CLI reads (docs/api.md, "Reading an agent"); GET's `body` envelope.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,8 +28,8 @@ pub struct Agent {
     /// absent from create's answer, which has exactly the members of 2.1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<DeploymentError>>,
-    /// What the anchor's CLI reads beside 2.1's members (design anchor-cli 2.2); absent from
-    /// create's answer too.
+    /// What the anchor's CLI reads beside 2.1's members (docs/api.md, "Reading an agent");
+    /// absent from create's answer too.
     #[serde(flatten)]
     pub detail: Option<AgentDetail>,
 }

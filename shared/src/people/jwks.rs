@@ -1,7 +1,7 @@
 //! The user pool's signing keys (its JWKS), fetched on the first token an execution environment
-//! sees and kept for the environment's life (design decision 4). A `kid` the cached set lacks
-//! (Cognito rotated its keys) refetches, but at most once per [`REFETCH_INTERVAL`], so tokens
-//! with made-up `kid`s cannot turn every request into a fetch.
+//! sees and kept for the environment's life (docs/decisions.md, "JWKS"). A `kid` the cached set
+//! lacks (Cognito rotated its keys) refetches, but at most once per [`REFETCH_INTERVAL`], so
+//! tokens with made-up `kid`s cannot turn every request into a fetch.
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};

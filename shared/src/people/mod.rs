@@ -1,4 +1,5 @@
-//! People of the console: their Cognito access tokens checked (design console sections 1-2).
+//! People of the console: their Cognito access tokens checked (docs/people.md, "Tokens and the
+//! 60-second bound").
 //!
 //! A [`Verifier`] holds the user pool's settings and its JWKS cache; [`Verifier::global`] is the
 //! one a function uses, built from the environment the first time a token arrives (key-only
@@ -82,7 +83,7 @@ impl Verifier {
             .as_ref()
     }
 
-    /// `Ok(Some(sub))`: verified (decision 3 of the design); `Ok(None)`: refused, for whatever
+    /// `Ok(Some(sub))`: verified (the checks of docs/people.md); `Ok(None)`: refused, for whatever
     /// reason (logged, never the token); `Err` only when the JWKS could not be had.
     pub async fn verify(&self, token: &str) -> Result<Option<String>, StoreError> {
         let Some(kid) = token::key_id(token) else {

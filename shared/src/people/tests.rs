@@ -1,5 +1,5 @@
-//! Each refusal of design decision 3, and the JWKS cache's fetch and refetch rule against a
-//! counting HTTP double.
+//! Each refusal of a token (docs/people.md, "Tokens and the 60-second bound"), and the JWKS
+//! cache's fetch and refetch rule against a counting HTTP double.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,4 +1,5 @@
-//! The claims of a Cognito access token and the checks of design decision 3.
+//! The claims of a Cognito access token and its checks (docs/people.md, "Tokens and the
+//! 60-second bound").
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;

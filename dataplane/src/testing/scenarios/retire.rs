@@ -1,5 +1,5 @@
-//! A deployment gone for good is retired from the engine (docs/design/ecs-engine.md,
-//! "retire"): on ECS its secret values deleted and its task definition revisions deregistered,
+//! A deployment gone for good is retired from the engine (docs/data-plane.md, "The engine
+//! port"): on ECS its secret values deleted and its task definition revisions deregistered,
 //! once none of its replicas is listed, never while one still runs.
 
 use std::time::Duration;

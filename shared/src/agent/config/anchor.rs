@@ -142,7 +142,7 @@ pub(super) fn websocket_auth(given: Member<String>) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     //! Every member the anchor's CLI can send: accepted with its meaning, or a 400 naming it
-    //! with its sentence (design anchor-cli 1.2).
+    //! with its sentence (docs/api.md, "The anchor CLI's members").
 
     use super::super::testing::*;
     use super::super::{AgentConfig, ConfigChanges};
