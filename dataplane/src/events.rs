@@ -5,6 +5,7 @@
 use serde_json::Value;
 use shared::manifest::Manifest;
 use shared::session::SessionRequest;
+use shared::stream_events::DetailType;
 
 /// What the data plane is asked to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,27 +72,27 @@ impl ControlEvent {
             }
             Ok(plain)
         };
-        Ok(Some(match event["detail-type"].as_str() {
-            Some("Deployment Requested") => ControlEvent::DeploymentRequested {
+        Ok(Some(match DetailType::of(event) {
+            Some(DetailType::DeploymentRequested) => ControlEvent::DeploymentRequested {
                 agent: agent()?,
                 service_id: text("serviceId")?,
                 deployment_id: text("deploymentId")?,
                 manifest: serde_json::from_value(typed("manifest")?)
                     .map_err(|error| EventError::Malformed("manifest", error.to_string()))?,
             },
-            Some("Agent Deleted") => ControlEvent::AgentDeleted { agent: agent()? },
-            Some("Session Requested") => ControlEvent::SessionRequested {
+            Some(DetailType::AgentDeleted) => ControlEvent::AgentDeleted { agent: agent()? },
+            Some(DetailType::SessionRequested) => ControlEvent::SessionRequested {
                 agent: agent()?,
                 deployment_id: text("deploymentId")?,
                 session_id: text("sessionId")?,
                 request: serde_json::from_value(typed("request")?)
                     .map_err(|error| EventError::Malformed("request", error.to_string()))?,
             },
-            Some("Session Stop Requested") => ControlEvent::SessionStopRequested {
+            Some(DetailType::SessionStopRequested) => ControlEvent::SessionStopRequested {
                 agent: agent()?,
                 session_id: text("sessionId")?,
             },
-            _ => return Ok(None),
+            None => return Ok(None),
         }))
     }
 }

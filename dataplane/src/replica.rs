@@ -196,7 +196,8 @@ pub struct HolderSettings {
 }
 
 impl HolderSettings {
-    /// A new replica's: a token of 256 random bits, never another replica's.
+    /// A new replica's: a token of two version-4 UUIDs (244 random bits), never another
+    /// replica's.
     pub fn new(checks: Checks) -> Self {
         let random = || uuid::Uuid::new_v4().simple().to_string();
         HolderSettings {

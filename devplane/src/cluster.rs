@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use shared::agent::{DeploymentError, DeploymentState, StatusReport};
+use shared::stream_events::DetailType;
 use time::OffsetDateTime;
 
 use crate::outbox::{Message, Scheduled};
@@ -28,7 +29,7 @@ pub fn fails(image: &str) -> bool {
 
 /// What the simulated cluster reports for an event of the control plane.
 pub fn respond(event: &Value, ready_after: Duration) -> Vec<Scheduled> {
-    if event["detail-type"] != "Deployment Requested" {
+    if DetailType::of(event) != Some(DetailType::DeploymentRequested) {
         return Vec::new();
     }
     let detail = &event["detail"];

@@ -315,7 +315,10 @@ mod tests {
             ]
         );
         for rule in &rules {
-            for kind in ["Deployment Status", "Session Status"] {
+            for kind in [
+                shared::agent::status::DETAIL_TYPE,
+                shared::session::report::DETAIL_TYPE,
+            ] {
                 let report = json!({"source": "agent-hosting.data-plane", "detail-type": kind});
                 let own = rule
                     .binary

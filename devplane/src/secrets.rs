@@ -11,6 +11,7 @@ use serde_json::Value;
 use shared::secrets::opening::{OpenedSet, open_set};
 use shared::store::dynamodb::DynamoStore;
 use shared::store::kms::KmsKeyOpener;
+use shared::stream_events::DetailType;
 
 use crate::stream::BoxError;
 
@@ -101,7 +102,7 @@ pub fn secret_stores(
 /// Reads the sets each requested deployment names, beside its reports (which do not wait).
 pub fn receive_sets(sets: &Arc<SetReader>, events: &[Value]) {
     for event in events {
-        if event["detail-type"] != "Deployment Requested" {
+        if DetailType::of(event) != Some(DetailType::DeploymentRequested) {
             continue;
         }
         let (sets, event) = (sets.clone(), event.clone());

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
+use shared::stream_events::DetailType;
 use time::OffsetDateTime;
 
 use crate::outbox::{Message, Scheduled, SessionLines, SessionStatus};
@@ -102,8 +103,8 @@ fn simulated(event: &Value, name: &str) -> Option<Duration> {
 pub fn respond(event: &Value) -> Vec<Scheduled> {
     let session = Named::of(event);
     let at = |after: Duration, message: Message| Scheduled { after, message };
-    match event["detail-type"].as_str() {
-        Some("Session Requested") => {
+    match DetailType::of(event) {
+        Some(DetailType::SessionRequested) => {
             let starts_after = start_delay_of(event);
             let started = SessionStatus {
                 ws_url: Some(format!("ws://simulated.invalid/{}", session.session_id)),
@@ -127,7 +128,7 @@ pub fn respond(event: &Value) -> Vec<Scheduled> {
                 at(ends_at, Message::Session(ended)),
             ]
         }
-        Some("Session Stop Requested") => vec![
+        Some(DetailType::SessionStopRequested) => vec![
             at(STOP_DELAY, session.lines(&["session stopped on request"])),
             at(STOP_DELAY, Message::Session(session.report("ended"))),
         ],

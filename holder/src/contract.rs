@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, HOST};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::Empty;
+use http_body_util::{BodyExt, Empty, Limited};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
@@ -103,35 +103,43 @@ impl HeldSession {
     }
 }
 
+/// The most of a probe's answer body read: what an agent sends beyond it is not waited for.
+const PROBE_BODY_LIMIT: usize = 64 * 1024;
+
 /// Whether the replica at `addr` answers `GET /readyz` with 200 within [`READY_TIMEOUT`].
 pub async fn is_ready(addr: SocketAddr) -> bool {
-    let ask = async {
-        let (mut sender, _connection) = connect::<Empty<Bytes>>(addr).await.ok()?;
-        let request = Request::get("/readyz")
-            .header(HOST, addr.to_string())
-            .body(Empty::new())
-            .ok()?;
-        let answer = sender.send_request(request).await.ok()?;
-        Some(answer.status() == StatusCode::OK)
-    };
     matches!(
-        tokio::time::timeout(READY_TIMEOUT, ask).await,
-        Ok(Some(true))
+        tokio::time::timeout(READY_TIMEOUT, probe(addr, "/readyz")).await,
+        Ok(Some(StatusCode::OK))
     )
 }
 
 /// Whether the agent at `addr` answers `GET /livez` at all (any status: an answer is life)
 /// within `within`: a paused or hung process answers nothing.
 pub async fn answers(addr: SocketAddr, within: Duration) -> bool {
-    let ask = async {
-        let (mut sender, _connection) = connect::<Empty<Bytes>>(addr).await.ok()?;
-        let request = Request::get("/livez")
-            .header(HOST, addr.to_string())
-            .body(Empty::new())
-            .ok()?;
-        sender.send_request(request).await.ok()
-    };
-    matches!(tokio::time::timeout(within, ask).await, Ok(Some(_)))
+    matches!(
+        tokio::time::timeout(within, probe(addr, "/livez")).await,
+        Ok(Some(_))
+    )
+}
+
+/// `GET path` on a connection of its own: the status, once the answer was read to its end.
+/// The body is read before the connection closes: closed with the body unread, the kernel
+/// resets it, and an agent's HTTP server logs the reset (a traceback every probe, in the
+/// customer's log).
+async fn probe(addr: SocketAddr, path: &str) -> Option<StatusCode> {
+    let (mut sender, _connection) = connect::<Empty<Bytes>>(addr).await.ok()?;
+    let request = Request::get(path)
+        .header(HOST, addr.to_string())
+        .body(Empty::new())
+        .ok()?;
+    let answer = sender.send_request(request).await.ok()?;
+    let status = answer.status();
+    // A body past the limit or cut short still leaves the status said.
+    let _ = Limited::new(answer.into_body(), PROBE_BODY_LIMIT)
+        .collect()
+        .await;
+    Some(status)
 }
 
 /// Connects and writes `POST /bot` with the headers of section 12; resolves once the request is

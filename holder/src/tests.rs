@@ -378,3 +378,46 @@ fn the_states_are_tagged_json() {
     assert_eq!(value["endedAt"], "2026-11-26T07:01:00Z");
     assert_eq!(serde_json::from_value::<HolderState>(value).unwrap(), ended);
 }
+
+/// An agent of one connection that answers one request as Python's `http.server` does, its
+/// headers first and its body a moment later, then reads on as an HTTP/1.1 server does: how
+/// the connection ended (`Ok(0)`: closed in order after the whole answer; otherwise what the
+/// agent saw instead: a close before its body, which the body's arrival turns into a reset,
+/// which an agent's server logs as a traceback).
+async fn one_answer_agent() -> (SocketAddr, JoinHandle<Result<usize, String>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let agent = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
+        let mut buffer = vec![0; 4096];
+        stream.read(&mut buffer).await.map_err(|e| e.to_string())?;
+        let body = r#"{"status": "ok"}"#;
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+        stream
+            .write_all(head.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let peeked = tokio::time::timeout(Duration::from_millis(10), stream.peek(&mut buffer));
+        if let Ok(Ok(0)) = peeked.await {
+            return Err("closed before the answer's body".to_owned());
+        }
+        stream
+            .write_all(body.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        stream.read(&mut buffer).await.map_err(|e| e.to_string())
+    });
+    (addr, agent)
+}
+
+#[tokio::test]
+async fn a_probe_reads_the_answer_to_its_end_so_the_agent_sees_a_close_not_a_reset() {
+    let (addr, agent) = one_answer_agent().await;
+    assert!(crate::contract::is_ready(addr).await);
+    assert_eq!(agent.await.unwrap(), Ok(0), "/readyz's connection");
+    let (addr, agent) = one_answer_agent().await;
+    assert!(crate::contract::answers(addr, Duration::from_secs(1)).await);
+    assert_eq!(agent.await.unwrap(), Ok(0), "/livez's connection");
+}

@@ -44,6 +44,19 @@ pub enum DetailType {
 }
 
 impl DetailType {
+    pub const ALL: [DetailType; 4] = [
+        DetailType::DeploymentRequested,
+        DetailType::AgentDeleted,
+        DetailType::SessionRequested,
+        DetailType::SessionStopRequested,
+    ];
+
+    /// The detail-type of a bus event (its `detail-type` member), if it is one of the four.
+    pub fn of(event: &Value) -> Option<DetailType> {
+        let name = event["detail-type"].as_str()?;
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             DetailType::DeploymentRequested => "Deployment Requested",

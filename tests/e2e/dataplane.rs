@@ -3,11 +3,13 @@
 //! example-image`) as real containers. What each test reads of the engine it reads with the
 //! `docker` command, as an operator would: labels, limits, environment, which containers exist.
 //! One test kills the stack's data plane mid-session (dataplane_restart.rs); what a replica
-//! reaches and may do is dataplane_isolation.rs, its failures, figures and log flood
+//! reaches and may do is dataplane_isolation.rs, what its holder answers and a frozen replica
+//! dataplane_liveness.rs, its failures, figures and log flood
 //! dataplane_failures.rs; the helpers are in dataplane_support.rs.
 
 mod dataplane_failures;
 mod dataplane_isolation;
+mod dataplane_liveness;
 mod dataplane_restart;
 mod dataplane_support;
 mod walkthrough;

@@ -84,10 +84,13 @@ fn host_addresses() -> BTreeSet<Ipv4Addr> {
         .collect()
 }
 
-/// Every TCP port the host listens on (any address), with where the host itself reaches it.
+/// Every TCP port the host listens on (any address, IPv4 or IPv6: a Java server such as
+/// DynamoDB Local listens on IPv6's any address, which takes IPv4 too), with where the host
+/// itself reaches it over IPv4. A port only IPv6's loopback listens on is out of an IPv4
+/// replica's reach and left out.
 fn host_listeners() -> Vec<SocketAddr> {
     let output = Command::new("ss")
-        .args(["-ltnH4"])
+        .args(["-ltnH"])
         .output()
         .expect("ss runs");
     let mut listeners: Vec<SocketAddr> = String::from_utf8_lossy(&output.stdout)
@@ -96,14 +99,18 @@ fn host_listeners() -> Vec<SocketAddr> {
         .filter_map(|local| {
             let (address, port) = local.rsplit_once(':')?;
             let port: u16 = port.parse().ok()?;
+            let address = address.split('%').next()?;
             let address = match address {
-                "0.0.0.0" | "*" => Ipv4Addr::LOCALHOST,
-                other => other.split('%').next()?.parse().ok()?,
+                "0.0.0.0" | "*" | "[::]" => Ipv4Addr::LOCALHOST,
+                other => match other.strip_prefix("[::ffff:") {
+                    Some(mapped) => mapped.strip_suffix(']')?.parse().ok()?,
+                    None => other.parse().ok()?,
+                },
             };
             Some(SocketAddr::from((address, port)))
         })
         .collect();
-    listeners.sort();
+    listeners.sort_by_key(|listener| (listener.port(), listener.ip()));
     listeners.dedup_by_key(|listener| listener.port());
     listeners
 }

@@ -351,21 +351,22 @@ where
             BotOutcome::Completed => completion::COMPLETED,
             BotOutcome::AgentError { .. } => completion::AGENT_ERROR,
         };
-        // A closed connection may be the replica's exit: its reason is the platform's line.
-        let exit = match outcome {
-            BotOutcome::AgentError { .. } => self.exit_of(&replica).await,
+        // Why an agent error happened is the platform's line in the session's log: the
+        // replica's exit when that closed the connection, else the holder's reason (a status,
+        // checks unanswered).
+        let why = match &outcome {
+            BotOutcome::AgentError { reason } => match self.exit_of(&replica).await {
+                Some(exit) => Some(format!("replica exited: {exit}")),
+                None => Some(reason.clone()).filter(|reason| !reason.is_empty()),
+            },
             BotOutcome::Completed => None,
         };
         let labels = self.lock().replicas.get(&replica).map(|r| r.labels.clone());
         if self.end(session_id).is_none() {
             return;
         }
-        if let (Some(reason), Some(labels)) = (&exit, &labels) {
-            self.shipper.platform_line(
-                labels,
-                Some(session_id),
-                &format!("replica exited: {reason}"),
-            );
+        if let (Some(why), Some(labels)) = (&why, &labels) {
+            self.shipper.platform_line(labels, Some(session_id), why);
         }
         tracing::info!(%session_id, %replica, ?outcome, "session ended");
         self.report_session(agent, session_id, "ended", Detail::ended(completion))

@@ -6,7 +6,7 @@
 use serde_json::json;
 use shared::session::completion;
 
-use super::{Harness, Running, agent, replicas_holding};
+use super::{Harness, Running, WAIT, agent, replicas_holding};
 use crate::replica::ReplicaStatus;
 
 /// An idle ready replica is paused, then a session is requested: it is never handed the
@@ -50,7 +50,8 @@ pub async fn a_frozen_idle_replica_is_never_handed_a_session_another_takes_it<H:
 }
 
 /// A replica holding a session is paused: its holder's checks go unanswered and the session
-/// ends `agentError` (a frozen replica kept its session until the control plane's deadline).
+/// ends `agentError`, the platform's line saying why (a frozen replica kept its session until
+/// the control plane's deadline).
 pub async fn a_replica_that_stops_answering_mid_session_ends_it_agent_error<H: Harness>(
     harness: &H,
 ) {
@@ -70,5 +71,13 @@ pub async fn a_replica_that_stops_answering_mid_session_ends_it_agent_error<H: H
         Some(completion::AGENT_ERROR),
         "ended by its holder's checks, well before its 600 s: {ended:?}"
     );
+    running
+        .reports
+        .wait_for_session_line(
+            WAIT,
+            &session,
+            "[agent-hosting] the agent stopped answering",
+        )
+        .await;
     running.finish().await;
 }
