@@ -63,6 +63,19 @@ impl Follow {
         self.state().hand_over = Some((session_id.to_owned(), at_nanos));
     }
 
+    /// Undoes the hand-over of `session_id` (the replica never took it): lines not yet shipped
+    /// go to the deployment's stream again. Another session's hand-over is left as it is.
+    pub fn withdraw(&self, session_id: &str) {
+        let mut state = self.state();
+        if state
+            .hand_over
+            .as_ref()
+            .is_some_and(|(held, _)| held == session_id)
+        {
+            state.hand_over = None;
+        }
+    }
+
     /// Asks the task to finish: read what is left for [`DRAIN`] at most, ship it, end.
     pub fn stop(&self) {
         self.stopping.send_replace(true);

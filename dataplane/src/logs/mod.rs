@@ -118,6 +118,14 @@ impl<E: Engine, R: Reports> Shipper<E, R> {
         }
     }
 
+    /// The replica never took `session_id` (its agent showed no life): its lines are the
+    /// deployment's again, so a session's log holds only what ran it.
+    pub fn withdraw(&self, replica: &ReplicaId, session_id: &str) {
+        if let Some(follow) = self.followed().live.get(replica) {
+            follow.withdraw(session_id);
+        }
+    }
+
     /// Writes one line of the data plane's own into the replica's log stream (the session's
     /// when given), marked [`PLATFORM_PREFIX`], on stderr, dated now.
     pub fn platform_line(&self, labels: &ReplicaLabels, session_id: Option<&str>, text: &str) {

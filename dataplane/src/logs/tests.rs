@@ -173,6 +173,22 @@ async fn lines_before_the_hand_over_go_to_the_deployments_stream_and_the_rest_to
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_withdrawn_hand_over_leaves_the_lines_in_the_deployments_stream() {
+    let lines = vec![line(T0, "starting"), line(T0 + 2, "shutting down")];
+    let (shipper, reports) = shipper(lines, false);
+    shipper.follow(&replica(), &labels());
+    let at = OffsetDateTime::from_unix_timestamp_nanos(T0 + 1).unwrap();
+    shipper.hand_over(&replica(), "sess-1", at);
+    shipper.withdraw(&replica(), "sess-1");
+    let batches = reports.once(2).await;
+    let streams: Vec<_> = batches
+        .iter()
+        .map(|b| (b.session_id.as_deref(), texts(b)))
+        .collect();
+    assert_eq!(streams, vec![(None, vec!["starting", "shutting down"])]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_line_read_twice_gets_the_same_id() {
     let mut lines = numbered(3);
     // Two lines of one nanosecond.

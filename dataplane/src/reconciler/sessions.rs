@@ -255,12 +255,14 @@ where
         };
         // From this instant the replica's lines are the session's, decided before the agent
         // can write one (a batch shipped before the hand-over answered would carry it under
-        // the deployment's stream); a replica that does not take it is stopped, never reused.
+        // the deployment's stream); a replica that does not take it is stopped, never reused,
+        // and one whose agent showed no life has the session withdrawn from its lines.
         let at = OffsetDateTime::now_utc();
         self.shipper.hand_over(&replica, &session_id, at);
         let handed = client::hand_over(&holder, &request).await;
         if let Err(HolderError::NotAlive { reason }) = &handed {
             tracing::warn!(%session_id, %replica, %reason, "the replica's agent shows no life: the session waits for another");
+            self.shipper.withdraw(&replica, &session_id);
             if self.lock().release(&session_id, &replica) {
                 self.stop_replica(replica);
                 // Its replacement is started now, not at the next tick.

@@ -192,7 +192,7 @@ impl State {
                 && replica.holder.is_some()
                 && replica.labels.deployment_id == session.deployment_id
         })?;
-        let address = replica.holder.clone()?;
+        let holder = replica.holder.clone()?;
         replica.phase = Phase::Held {
             session_id: session_id.to_owned(),
         };
@@ -200,7 +200,7 @@ impl State {
             replica: id.clone(),
         };
         self.waiting.retain(|waiting| waiting != session_id);
-        Some((id.clone(), address))
+        Some((id.clone(), holder))
     }
 
     /// The session claimed `replica` and its agent showed no life: the replica is condemned
