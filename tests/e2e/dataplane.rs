@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use dataplane_support::{
     example_image, inspect, put_secret, ready_agent, session_to_its_end, shared_data_plane, start,
-    until, until_containers, until_replicas,
+    until, until_containers, until_replicas, until_session_line,
 };
 
 #[tokio::test]
@@ -118,21 +118,7 @@ async fn a_session_is_handed_to_a_replica_its_lines_are_read_back_and_its_end_re
     );
     assert_eq!(ended["coldStart"], false);
 
-    let logs = until(
-        &stack,
-        &key,
-        &format!("/agents/talk/logs?sessionId={id}&order=asc"),
-        |page| {
-            page["logs"].as_array().is_some_and(|lines| {
-                lines.iter().any(|l| {
-                    l["log"]
-                        .as_str()
-                        .is_some_and(|t| t.contains("session ending"))
-                })
-            })
-        },
-    )
-    .await;
+    let logs = until_session_line(&stack, &key, "talk", &id, "session ending").await;
     let lines: Vec<&str> = logs["logs"]
         .as_array()
         .unwrap()

@@ -16,9 +16,7 @@ use integration_tests::stack::Stack;
 use serde_json::{Value, json};
 use shared::auth::{ApiKey, Principal};
 
-use crate::dataplane_support::{
-    docker, example_image, inspect, ready_agent, shared_data_plane, until_replicas,
-};
+use crate::dataplane_support::{docker, example_image, inspect, ready_replica, shared_data_plane};
 
 /// The capabilities an agent keeps (dataplane/src/replica.rs, DROPPED_CAPABILITIES): CHOWN 0,
 /// DAC_OVERRIDE 1, FOWNER 3, FSETID 4, KILL 5, SETGID 6, SETUID 7, SETPCAP 8,
@@ -146,9 +144,7 @@ async fn replica_of(stack: &Stack, account: &(Principal, ApiKey), name: &str) ->
     let (caller, key) = account;
     let body = json!({"serviceName": name, "image": example_image(),
                       "autoScaling": {"minAgents": 1, "maxAgents": 1}});
-    ready_agent(stack, key, &body).await;
-    let ids = until_replicas(&caller.namespace, name, "one replica", |ids| ids.len() == 1).await;
-    ids[0].clone()
+    ready_replica(stack, key, &caller.namespace, &body).await
 }
 
 #[tokio::test]

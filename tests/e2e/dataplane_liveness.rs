@@ -4,15 +4,13 @@
 //! is refused (and the holder says so), a frozen idle replica (`docker pause`) is never handed
 //! a session, and a replica frozen mid-session ends it `agentError`.
 
-use std::time::Duration;
-
-use integration_tests::bounded::{self, Bound, Try};
 use integration_tests::stack::Stack;
 use serde_json::json;
 use shared::auth::ApiKey;
 
 use crate::dataplane_support::{
-    docker, example_image, inspect, ready_agent, shared_data_plane, start, until, until_replicas,
+    docker, example_image, inspect, ready_replica, shared_data_plane, start, until, until_replicas,
+    until_session_line,
 };
 
 /// What the agent's own code can send its holder (127.0.0.1:18080 in the replica's network
@@ -31,46 +29,10 @@ except urllib.error.HTTPError as error:
     print(error.code)
 "#;
 
-/// The agent's stored lines of `session` (the first 100, oldest first).
-async fn session_lines(stack: &Stack, key: &ApiKey, agent: &str, session: &str) -> Vec<String> {
-    let params = [
-        ("sessionId", session.to_owned()),
-        ("order", "asc".to_owned()),
-        ("limit", "100".to_owned()),
-    ];
-    let page = stack.logs(key, agent, &params).await;
-    assert_eq!(page.status, 200, "{:?}", page.body);
-    (page.body["logs"].as_array().into_iter().flatten())
-        .filter_map(|line| line["log"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// Waits (bounded) until the agent wrote that it started `session`: its code runs it.
 async fn until_agent_started(stack: &Stack, key: &ApiKey, agent: &str, session: &str) {
-    until_line(
-        stack,
-        key,
-        agent,
-        session,
-        &format!("{session} - session started"),
-    )
-    .await;
-}
-
-/// Waits (bounded) until a stored line of `session` contains `said`.
-async fn until_line(stack: &Stack, key: &ApiKey, agent: &str, session: &str, said: &str) {
-    let bound = Bound::new(240, Duration::from_secs(60));
-    bounded::until(said, bound, || async {
-        let lines = session_lines(stack, key, agent, session).await;
-        match lines.iter().any(|line| line.contains(said)) {
-            true => Try::Done(()),
-            false => Try::Again {
-                why: format!("{lines:?}"),
-                wait: Duration::from_millis(250),
-            },
-        }
-    })
-    .await;
+    let said = format!("{session} - session started");
+    until_session_line(stack, key, agent, session, &said).await;
 }
 
 /// The holder container beside the agent container `agent`.
@@ -108,12 +70,8 @@ async fn an_agent_that_claims_a_session_from_its_own_holder_is_refused_and_its_r
     let (caller, key) = stack.account("claimer").await;
     let body = json!({"serviceName": "claimer", "image": example_image(),
                       "autoScaling": {"minAgents": 1, "maxAgents": 1}});
-    ready_agent(&stack, &key, &body).await;
-    let ids = until_replicas(&caller.namespace, "claimer", "one replica", |ids| {
-        ids.len() == 1
-    })
-    .await;
-    let agent = &ids[0];
+    let replica = ready_replica(&stack, &key, &caller.namespace, &body).await;
+    let agent = &replica;
     for bearer in ["", "forged-token"] {
         let status = docker(&["exec", agent, "python3", "-c", CLAIM, bearer]);
         assert_eq!(status.trim(), "401", "a claim with bearer {bearer:?}");
@@ -141,12 +99,8 @@ async fn a_frozen_idle_replica_is_never_handed_a_session_a_live_one_runs_it() {
     let (caller, key) = stack.account("frozen-idle").await;
     let body = json!({"serviceName": "sleeper", "image": example_image(),
                       "autoScaling": {"minAgents": 1, "maxAgents": 2}});
-    ready_agent(&stack, &key, &body).await;
-    let ids = until_replicas(&caller.namespace, "sleeper", "one idle replica", |ids| {
-        ids.len() == 1
-    })
-    .await;
-    let frozen = ids[0].clone();
+    let replica = ready_replica(&stack, &key, &caller.namespace, &body).await;
+    let frozen = replica;
     let _frozen = Frozen::new(&frozen);
 
     let started = start(&stack, &key, "sleeper", json!({"durationSeconds": 2})).await;
@@ -177,16 +131,12 @@ async fn a_replica_frozen_mid_session_ends_it_agent_error() {
     let (caller, key) = stack.account("frozen-busy").await;
     let body = json!({"serviceName": "freezer", "image": example_image(),
                       "autoScaling": {"minAgents": 1, "maxAgents": 1}});
-    ready_agent(&stack, &key, &body).await;
-    let ids = until_replicas(&caller.namespace, "freezer", "one idle replica", |ids| {
-        ids.len() == 1
-    })
-    .await;
+    let replica = ready_replica(&stack, &key, &caller.namespace, &body).await;
     // Far longer than the holder's checks (3 misses, 5 s apart) take to give up on it.
     let started = start(&stack, &key, "freezer", json!({"durationSeconds": 600})).await;
     let id = started["sessionId"].as_str().unwrap().to_owned();
     until_agent_started(&stack, &key, "freezer", &id).await;
-    let _frozen = Frozen::new(&ids[0]);
+    let _frozen = Frozen::new(&replica);
 
     let path = format!("/agents/freezer/sessions/{id}");
     let ended = until(&stack, &key, &path, |s| s["status"] == "ended").await;
@@ -194,5 +144,5 @@ async fn a_replica_frozen_mid_session_ends_it_agent_error() {
     assert_eq!(ended["completionStatus"], "agentError", "{ended}");
     assert_eq!(ended["endState"], "agent_error", "{ended}");
     let why = "[agent-hosting] the agent stopped answering";
-    until_line(&stack, &key, "freezer", &id, why).await;
+    until_session_line(&stack, &key, "freezer", &id, why).await;
 }

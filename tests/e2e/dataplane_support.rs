@@ -65,6 +65,32 @@ pub async fn ready_agent(stack: &Stack, key: &ApiKey, body: &Value) -> Value {
     .await
 }
 
+/// Creates the agent `body` describes (one replica in its reserve) and waits until it is ready
+/// and that replica runs: its agent container's id.
+pub async fn ready_replica(stack: &Stack, key: &ApiKey, namespace: &str, body: &Value) -> String {
+    ready_agent(stack, key, body).await;
+    let name = body["serviceName"].as_str().expect("the agent's name");
+    let ids = until_replicas(namespace, name, "its one replica", |ids| ids.len() == 1).await;
+    ids[0].clone()
+}
+
+/// Reads `session`'s lines (the first 100, oldest first) until one contains `said`; that page.
+pub async fn until_session_line(
+    stack: &Stack,
+    key: &ApiKey,
+    agent: &str,
+    session: &str,
+    said: &str,
+) -> Value {
+    let path = format!("/agents/{agent}/logs?sessionId={session}&order=asc&limit=100");
+    until(stack, key, &path, |page| {
+        page["logs"].as_array().is_some_and(|lines| {
+            (lines.iter()).any(|line| line["log"].as_str().is_some_and(|text| text.contains(said)))
+        })
+    })
+    .await
+}
+
 /// The ids of the agent containers (a replica's holder left out) that run for this stack's
 /// `agent` in `namespace`.
 pub fn replicas(namespace: &str, agent: &str) -> Vec<String> {
