@@ -26,7 +26,14 @@ fn create_handler(c: &mut Criterion) {
                     let request = shared::lambda::request_from_event(&text).expect("the fixture");
                     (MemoryStore::default(), request)
                 },
-                |(store, request)| runtime.block_on(create_agent::handle(&store, &store, request)),
+                |(store, request)| {
+                    runtime.block_on(create_agent::handle(
+                        &store,
+                        &store,
+                        shared::manifest::DeploymentMode::Simulated,
+                        request,
+                    ))
+                },
                 BatchSize::SmallInput,
             )
         });

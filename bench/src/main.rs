@@ -213,7 +213,13 @@ async fn main() {
     )
     .and_then(shared::agent::ConfigChanges::into_new_agent)
     .expect("a valid agent");
-    let agent = shared::agent::AgentRecord::new(&owner, &name, config, "2026-11-22T00:00:00.000Z");
+    let agent = shared::agent::AgentRecord::new(
+        &owner,
+        &name,
+        config,
+        shared::manifest::DeploymentMode::Simulated,
+        "2026-11-22T00:00:00.000Z",
+    );
     store
         .create_agent(&agent, None)
         .await

@@ -78,7 +78,13 @@ pub async fn ready_agent(
     let (name, config) = ConfigChanges::from_json(body)
         .and_then(ConfigChanges::into_new_agent)
         .expect("a valid agent");
-    let agent = AgentRecord::new(owner, &name, config, "2026-11-25T10:00:00.000Z");
+    let agent = AgentRecord::new(
+        owner,
+        &name,
+        config,
+        shared::manifest::DeploymentMode::Simulated,
+        "2026-11-25T10:00:00.000Z",
+    );
     store.create_agent(&agent, None).await.expect("the agent");
     let mut ready = agent.next_version();
     ready.active.status.state = DeploymentState::Ready;

@@ -14,6 +14,10 @@ use crate::replica::{ReplicaId, ReplicaSpec, ReplicaView};
 /// The grace between SIGTERM and SIGKILL when a replica is stopped (contract section 12).
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
+/// How long past a stop's grace an engine may take to answer it (the kill and the exit's record
+/// on Docker, STOPPED on ECS): a client's own timeout must not cut the answer short.
+pub const STOP_ANSWER_MARGIN: Duration = Duration::from_secs(60);
+
 /// The engine could not be asked, or refused what it was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

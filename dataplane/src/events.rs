@@ -31,12 +31,8 @@ pub enum ControlEvent {
     },
 }
 
-/// An agent: its account's namespace and its name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AgentRef {
-    pub namespace: String,
-    pub name: String,
-}
+/// The agent an event is about (the agent port's reference).
+pub use shared::agent::AgentRef;
 
 /// Why an event could not be taken.
 #[derive(Debug, thiserror::Error, PartialEq)]

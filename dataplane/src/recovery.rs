@@ -5,25 +5,15 @@
 //! deployment and stops every replica of its stack as unknown. Each agent's deployments are
 //! taken again as the events that requested them.
 
-use crate::events::{AgentRef, ControlEvent};
-use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::types::AttributeValue;
-use shared::agent::{AgentRecord, AgentStore, DeploymentRecord};
+use crate::events::ControlEvent;
+use shared::agent::{AgentRecord, AgentRef, AgentStore, DeploymentRecord};
 use shared::error::StoreError;
-use shared::store::dynamodb::items;
-
-/// A scan's failure, as the SDK gives it.
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Why what should run could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum RecoveryError {
-    #[error("scanning table {table} for agents: {source}")]
-    Scan {
-        table: String,
-        #[source]
-        source: BoxError,
-    },
+    #[error("listing the agents: {0}")]
+    List(#[source] StoreError),
     #[error("reading agent {namespace}/{name}: {source}")]
     Read {
         namespace: String,
@@ -33,46 +23,10 @@ pub enum RecoveryError {
     },
 }
 
-/// Every agent's deployments as the events that requested them, read from `table`.
-pub async fn what_should_run<S: AgentStore>(
-    client: &Client,
-    table: &str,
-    store: &S,
-) -> Result<Vec<ControlEvent>, RecoveryError> {
-    deployments(store, &agents(client, table).await?).await
-}
-
-/// The agents of the table, every namespace's: their keys alone.
-pub async fn agents(client: &Client, table: &str) -> Result<Vec<AgentRef>, RecoveryError> {
-    let scan_failed = |source: BoxError| RecoveryError::Scan {
-        table: table.to_owned(),
-        source,
-    };
-    let mut pages = client
-        .scan()
-        .table_name(table)
-        .filter_expression("begins_with(sk, :agent)")
-        .expression_attribute_values(":agent", AttributeValue::S(items::agent_sk("")))
-        .projection_expression("pk, sk")
-        .into_paginator()
-        .send();
-    let mut agents = Vec::new();
-    while let Some(page) = pages.next().await {
-        let page = page.map_err(|error| scan_failed(error.into()))?;
-        agents.extend(page.items().iter().filter_map(agent_of));
-    }
-    Ok(agents)
-}
-
-/// The agent an item's keys name; none for an item of another kind.
-fn agent_of(item: &std::collections::HashMap<String, AttributeValue>) -> Option<AgentRef> {
-    let key = |name: &str| item.get(name).and_then(|value| value.as_s().ok());
-    Some(AgentRef {
-        namespace: key("pk")?
-            .strip_prefix(&items::namespace_pk(""))?
-            .to_owned(),
-        name: key("sk")?.strip_prefix(&items::agent_sk(""))?.to_owned(),
-    })
+/// Every agent's deployments, as the events that requested them.
+pub async fn what_should_run<S: AgentStore>(store: &S) -> Result<Vec<ControlEvent>, RecoveryError> {
+    let agents = store.every_agent().await.map_err(RecoveryError::List)?;
+    deployments(store, &agents).await
 }
 
 /// Each agent's serving deployment (when it has one), then its active one: the later request

@@ -104,6 +104,17 @@ pub const PIDS_LIMIT: u32 = 4096;
 pub const DROPPED_CAPABILITIES: [&str; 5] =
     ["NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SYS_CHROOT"];
 
+/// The holder container's own memory, a hard limit on either engine: the platform's, taken
+/// out of the profile's (the agent keeps the rest).
+pub const HOLDER_MEMORY_MIB: u32 = 32;
+
+/// The holder's processes at most, where the engine bounds them per container (Docker; Fargate
+/// has no per-container bound).
+pub const HOLDER_PIDS: u32 = 64;
+
+/// nobody: the holder needs no user of its image (it has none).
+pub const HOLDER_USER: &str = "65534";
+
 impl Limits {
     /// The limits of a manifest's `resources` (`cpu` "500m" or "1", `memory` "1Gi" or "2Gi"):
     /// `None` for anything else.

@@ -202,7 +202,13 @@ impl Stack {
             .and_then(ConfigChanges::into_new_agent)
             .unwrap();
         let owner = shared::testing::dev_owner();
-        let mut agent = AgentRecord::new(&owner, &name, config, "2026-11-26T10:00:00.000Z");
+        let mut agent = AgentRecord::new(
+            &owner,
+            &name,
+            config,
+            shared::manifest::DeploymentMode::Simulated,
+            "2026-11-26T10:00:00.000Z",
+        );
         agent.active.deployment.id = deployment.to_owned();
         let created = self.store.create_agent(&agent, None).await.unwrap();
         assert!(matches!(created, CreateOutcome::Created), "{created:?}");

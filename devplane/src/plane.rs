@@ -178,8 +178,7 @@ impl<R: Reports> Plane<R> {
 /// What should run, read from the agents table: the stream resumes after its checkpoint, so
 /// the deployments requested before this start are not delivered again.
 async fn recover(settings: &Settings, store: &DynamoStore) -> Result<Vec<ControlEvent>, BoxError> {
-    let dynamodb = shared::aws::dynamodb_client(Some(&settings.endpoint))?;
-    let events = recovery::what_should_run(&dynamodb, &settings.agents_table, store).await?;
+    let events = recovery::what_should_run(store).await?;
     tracing::info!(
         deployments = events.len(),
         table = %settings.agents_table,

@@ -2,9 +2,6 @@
 //! function at init (fail fast) instead of failing every request.
 
 use std::env;
-use std::sync::OnceLock;
-
-use crate::manifest::DeploymentMode;
 
 #[derive(Debug, thiserror::Error)]
 #[error("environment variable {0} must be set")]
@@ -46,6 +43,11 @@ pub const LOGS_TABLE: &str = "LOGS_TABLE";
 pub const DYNAMODB_ENDPOINT: &str = "DYNAMODB_ENDPOINT";
 pub const LOG_RETENTION_DAYS: &str = "LOG_RETENTION_DAYS";
 pub const DEFAULT_LOG_RETENTION_DAYS: u32 = 30;
+/// The agents bus: the stream publisher sends the control plane's events onto it, the data
+/// plane its reports.
+pub const EVENT_BUS_NAME: &str = "EVENT_BUS_NAME";
+/// EventBridge's endpoint, set for an emulator (moto's server); unset on AWS.
+pub const EVENTBRIDGE_ENDPOINT: &str = "EVENTBRIDGE_ENDPOINT";
 /// The KMS key secret values' data keys are made under (its ARN or id).
 pub const SECRETS_KEY_ID: &str = "SECRETS_KEY_ID";
 /// KMS's endpoint, set for an emulator (moto's server); unset on AWS.
@@ -95,31 +97,6 @@ pub enum ConfigError {
     BadRetention(&'static str),
     #[error("environment variable {0} must be a whole number of seconds from 0 to 20")]
     BadWait(&'static str),
-    #[error("environment variable {0} must be ecs-fargate, docker or simulated")]
-    BadDeploymentMode(&'static str),
-}
-
-/// The mode `DEPLOYMENT_MODE` gives. Unset, it is `simulated`: nothing configured an engine
-/// (unit tests, a handler run in-process), and every stack sets it.
-pub fn deployment_mode_of(variable: Option<String>) -> Result<DeploymentMode, ConfigError> {
-    match variable {
-        None => Ok(DeploymentMode::Simulated),
-        Some(name) => {
-            DeploymentMode::named(&name).ok_or(ConfigError::BadDeploymentMode(DEPLOYMENT_MODE))
-        }
-    }
-}
-
-/// This stack's mode, read once per process. `Config::from_env` refuses a name that is no mode
-/// at cold start, so a function never reads one here; a tool or test that does gets `simulated`.
-pub fn deployment_mode() -> DeploymentMode {
-    static MODE: OnceLock<DeploymentMode> = OnceLock::new();
-    *MODE.get_or_init(|| {
-        deployment_mode_of(optional(DEPLOYMENT_MODE)).unwrap_or_else(|error| {
-            tracing::warn!(%error, "taking the deployment mode for simulated");
-            DeploymentMode::Simulated
-        })
-    })
 }
 
 /// How long a session start waits for the data plane's report.
@@ -138,6 +115,16 @@ pub fn start_wait_of(variable: Option<String>) -> Result<std::time::Duration, Co
             .ok_or(ConfigError::BadWait(SESSION_START_WAIT_SECONDS))?,
     };
     Ok(std::time::Duration::from_secs(seconds))
+}
+
+/// The days `LOG_RETENTION_DAYS` gives: a whole number from 1 to 3650 (ten years; CloudWatch
+/// Logs' longest retention but one is 3653).
+pub fn log_retention_days_of(value: &str) -> Option<u32> {
+    value
+        .trim()
+        .parse()
+        .ok()
+        .filter(|days| (1..=3650).contains(days))
 }
 
 pub fn required(name: &'static str) -> Result<String, MissingVariable> {
@@ -163,15 +150,10 @@ impl Config {
         };
         let log_retention_days = match optional(LOG_RETENTION_DAYS) {
             None => DEFAULT_LOG_RETENTION_DAYS,
-            Some(days) => days
-                .parse()
-                .ok()
-                .filter(|days| (1..=3650).contains(days))
-                .ok_or(ConfigError::BadRetention(LOG_RETENTION_DAYS))?,
+            Some(days) => {
+                log_retention_days_of(&days).ok_or(ConfigError::BadRetention(LOG_RETENTION_DAYS))?
+            }
         };
-        // Checked at cold start, so that a misspelt mode stops the function instead of being
-        // named in manifests; they read it through `deployment_mode`.
-        deployment_mode_of(optional(DEPLOYMENT_MODE))?;
         Ok(Config {
             tables: TableNames {
                 agents: table(AGENTS_TABLE)?,
@@ -197,18 +179,6 @@ mod tests {
         assert_eq!(wait(Some("20")), Some(Duration::from_secs(20)));
         for refused in ["21", "-1", "ten", "1.5"] {
             assert_eq!(wait(Some(refused)), None, "{refused}");
-        }
-    }
-
-    #[test]
-    fn the_deployment_mode_is_ecs_fargate_docker_or_simulated_and_simulated_when_unset() {
-        let mode = |value: Option<&str>| deployment_mode_of(value.map(str::to_owned)).ok();
-        assert_eq!(mode(None), Some(DeploymentMode::Simulated));
-        assert_eq!(mode(Some("ecs-fargate")), Some(DeploymentMode::EcsFargate));
-        assert_eq!(mode(Some("docker")), Some(DeploymentMode::Docker));
-        assert_eq!(mode(Some("simulated")), Some(DeploymentMode::Simulated));
-        for refused in ["keda", "Docker", "ecs_fargate", " docker"] {
-            assert_eq!(mode(Some(refused)), None, "{refused}");
         }
     }
 }

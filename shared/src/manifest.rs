@@ -12,7 +12,8 @@ pub const API_VERSION: &str = "agent-hosting/v1";
 pub const KIND: &str = "AgentService";
 
 /// The engine a stack runs its agents on (contract section 12), named by every manifest it makes
-/// (`spec.deploymentMode`). The stack's configuration says which (`config::deployment_mode`). A
+/// (`spec.deploymentMode`). The stack's `DEPLOYMENT_MODE` says which, read once by the wiring of
+/// the functions that make manifests ([`DeploymentMode::of_setting`]) and passed in. A
 /// stored manifest keeps the mode it was made with (`keda` before the data plane ran agents),
 /// so the manifest holds the name, not this enum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +45,21 @@ impl DeploymentMode {
     pub fn named(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|mode| mode.as_str() == name)
     }
+
+    /// The mode a stack's setting names. Unset, `simulated`: nothing configured an engine (a
+    /// handler run in-process), and every stack sets it.
+    pub fn of_setting(setting: Option<&str>) -> Result<Self, UnknownDeploymentMode> {
+        setting.map_or(Ok(DeploymentMode::Simulated), |name| {
+            Self::named(name).ok_or_else(|| UnknownDeploymentMode(name.to_owned()))
+        })
+    }
 }
+
+/// A setting that names no [`DeploymentMode`]: the function stops at init, instead of naming it
+/// in manifests.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the deployment mode must be ecs-fargate, docker or simulated, not {0:?}")]
+pub struct UnknownDeploymentMode(pub String);
 
 /// `{minReplicas, maxReplicas}`: the response form of the auto-scaling object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,6 +145,27 @@ impl NoiseVivaSpec {
                     )])
                 })
                 .unwrap_or_default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deployment_mode_is_ecs_fargate_docker_or_simulated_and_simulated_when_unset() {
+        let mode = |setting: Option<&str>| DeploymentMode::of_setting(setting).ok();
+        assert_eq!(mode(None), Some(DeploymentMode::Simulated));
+        assert_eq!(mode(Some("ecs-fargate")), Some(DeploymentMode::EcsFargate));
+        assert_eq!(mode(Some("docker")), Some(DeploymentMode::Docker));
+        assert_eq!(mode(Some("simulated")), Some(DeploymentMode::Simulated));
+        for refused in ["keda", "Docker", "ecs_fargate", " docker"] {
+            assert_eq!(
+                DeploymentMode::of_setting(Some(refused)),
+                Err(UnknownDeploymentMode(refused.to_owned())),
+                "{refused}"
+            );
         }
     }
 }

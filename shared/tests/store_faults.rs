@@ -19,6 +19,7 @@ use shared::StoreError;
 use shared::agent::{AgentRecord, AgentStore, ConfigChanges, CreateOutcome};
 use shared::auth::{ApiKey, KeyStore, Principal};
 use shared::config::TableNames;
+use shared::manifest::DeploymentMode;
 use shared::store::dynamodb::DynamoStore;
 
 fn store(client: Client) -> DynamoStore {
@@ -45,7 +46,13 @@ fn agent() -> AgentRecord {
             .unwrap()
             .into_new_agent()
             .unwrap();
-    AgentRecord::new(&owner(), &name, config, "2026-11-22T00:00:00.000Z")
+    AgentRecord::new(
+        &owner(),
+        &name,
+        config,
+        DeploymentMode::Simulated,
+        "2026-11-22T00:00:00.000Z",
+    )
 }
 
 fn cancelled(codes: &[&str]) -> TransactWriteItemsError {
@@ -112,9 +119,15 @@ async fn a_race_lost_every_time_is_a_503() {
     let changes =
         ConfigChanges::from_json(serde_json::json!({"serviceName": "bot", "image": "agent"}))
             .unwrap();
-    let error = shared::agent::lifecycle::create(&store, &owner(), changes, None)
-        .await
-        .unwrap_err();
+    let error = shared::agent::lifecycle::create(
+        &store,
+        DeploymentMode::Simulated,
+        &owner(),
+        changes,
+        None,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(error.status(), 503, "{error:?}");
 }
 

@@ -53,6 +53,10 @@ pub mod internet;
 /// moto's API Gateway as the stack deploys it, its requests recorded, and accounts' key checks.
 pub mod apigateway;
 
+/// The engine the handlers under test name in manifests: what a stack without `DEPLOYMENT_MODE`
+/// gives them.
+pub const MODE: shared::manifest::DeploymentMode = shared::manifest::DeploymentMode::Simulated;
+
 /// A store on fresh tables, plus the client for direct checks.
 pub struct TestStore {
     pub store: DynamoStore,
@@ -196,6 +200,7 @@ pub fn agent_record(owner: &Principal, name: &str) -> shared::agent::AgentRecord
         owner,
         &name,
         config,
+        MODE,
         &shared::timestamp::now_rfc3339_millis(),
     )
 }
@@ -417,6 +422,7 @@ pub async fn ready_agent(
         create_agent::handle(
             &store.store,
             &store.store,
+            MODE,
             direct_create(Some(&bearer(key)), &body),
         )
         .await,
@@ -452,7 +458,7 @@ pub async fn update(
     body: &serde_json::Value,
 ) -> (u16, serde_json::Value) {
     let request = agent_request("POST", key, agent, Some(body));
-    parts(update_agent::handle(&store.store, &store.store, request).await)
+    parts(update_agent::handle(&store.store, &store.store, MODE, request).await)
 }
 
 /// A GET, POST (update) or DELETE of `/v1/agents/{agent}`, or a GET of `/v1/agents` when
@@ -473,7 +479,7 @@ pub async fn call(
             list_agents::handle(s, s, &CURSOR_KEY, request).await
         }
         ("GET", _) => get_agent::handle(s, s, request).await,
-        ("POST", _) => update_agent::handle(s, s, request).await,
+        ("POST", _) => update_agent::handle(s, s, MODE, request).await,
         ("DELETE", _) => {
             let retention = shared::session::lifecycle::SessionRetention::days(30);
             delete_agent::handle(s, s, s, retention, request).await
@@ -543,7 +549,8 @@ pub async fn create_named_agent(store: &TestStore, key: &ApiKey, name: &str) -> 
         Some(&bearer(key)),
         &serde_json::json!({"serviceName": name, "image": "ghcr.io/acme/agent:1.0"}),
     );
-    let (status, body) = parts(create_agent::handle(&store.store, &store.store, request).await);
+    let (status, body) =
+        parts(create_agent::handle(&store.store, &store.store, MODE, request).await);
     assert_eq!(status, 201, "{body}");
     body
 }

@@ -16,7 +16,7 @@ use shared::store::dynamodb::secret_items::secret_set_sk;
 
 async fn create(store: &TestStore, key: &ApiKey, body: Value) -> (u16, Value) {
     let request = direct_create(Some(&bearer(key)), &body);
-    parts(create_agent::handle(&store.store, &store.store, request).await)
+    parts(create_agent::handle(&store.store, &store.store, integration_tests::MODE, request).await)
 }
 
 /// DELETE /v1/secrets/{set} through its function.

@@ -282,7 +282,9 @@ async fn create_responses_conform_to_the_document() {
         .await;
     let auth = bearer(&key);
     let create = |body: Value| direct_create(Some(&auth), &body);
-    let handle = |request| create_agent::handle(&store.store, &store.store, request);
+    let handle = |request| {
+        create_agent::handle(&store.store, &store.store, integration_tests::MODE, request)
+    };
 
     let full = json!({"serviceName": "video-bot", "image": "ghcr.io/acme/bot:2.0", "imagePullSecretSet": "pull",
         "secretSet": "env", "autoScaling": {"minAgents": 1, "maxAgents": 5}, "enableNoise": true,
@@ -348,6 +350,7 @@ async fn logs_responses_conform_to_the_document() {
         create_agent::handle(
             &store.store,
             &store.store,
+            integration_tests::MODE,
             direct_create(
                 Some(&bearer(&key)),
                 &json!({"serviceName": "bot", "image": "a"}),
@@ -402,11 +405,22 @@ async fn deployments_and_account_reads_conform_to_the_document() {
     let public = store.public_key("acme").await;
     let s = &store.store;
     let first = json!({"serviceName": "bot", "image": "ghcr.io/acme/agent:1.0"});
-    let created = create_agent::handle(s, s, direct_create(Some(&bearer(&key)), &first)).await;
+    let created = create_agent::handle(
+        s,
+        s,
+        integration_tests::MODE,
+        direct_create(Some(&bearer(&key)), &first),
+    )
+    .await;
     assert_eq!(created.status(), 201);
     let second = json!({"image": "ghcr.io/acme/agent:2.0"});
     let update = integration_tests::agent_request("POST", &key, "bot", Some(&second));
-    assert_eq!(update_agent::handle(s, s, update).await.status(), 200);
+    assert_eq!(
+        update_agent::handle(s, s, integration_tests::MODE, update)
+            .await
+            .status(),
+        200
+    );
 
     let list = |agent: &str, query: &[(&str, &str)], key: &shared::auth::ApiKey| {
         let mut request = integration_tests::agent_request("GET", key, agent, None);
@@ -507,10 +521,10 @@ async fn call_function(
 ) -> lambda_http::Response<Body> {
     let (s, settings) = (&store.store, integration_tests::LOGS_SETTINGS);
     match binary {
-        "create-agent" => create_agent::handle(s, s, request).await,
+        "create-agent" => create_agent::handle(s, s, integration_tests::MODE, request).await,
         "list-agents" => list_agents::handle(s, s, &integration_tests::CURSOR_KEY, request).await,
         "get-agent" => get_agent::handle(s, s, request).await,
-        "update-agent" => update_agent::handle(s, s, request).await,
+        "update-agent" => update_agent::handle(s, s, integration_tests::MODE, request).await,
         "delete-agent" => {
             let retention = shared::session::lifecycle::SessionRetention::days(30);
             delete_agent::handle(s, s, s, retention, request).await

@@ -7,7 +7,7 @@ use shared::secrets::SetType;
 
 async fn create(store: &TestStore, key: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
     let request = direct_create(Some(key), &body);
-    parts(create_agent::handle(&store.store, &store.store, request).await)
+    parts(create_agent::handle(&store.store, &store.store, integration_tests::MODE, request).await)
 }
 
 fn is_uuid(value: &serde_json::Value) -> bool {
@@ -87,7 +87,7 @@ async fn create_answers_201_with_every_member_and_stores_it() {
             "metadata": {"name": "voice-bot", "namespace": caller.namespace},
             "spec": {
                 "dailyNodeType": "arm",
-                "deploymentMode": shared::config::deployment_mode().as_str(),
+                "deploymentMode": integration_tests::MODE.as_str(),
                 "clusterLocal": true,
                 "image": image,
                 "imagePullSecretNames": ["ghcr-pull"],
@@ -284,7 +284,9 @@ async fn missing_malformed_unknown_and_revoked_keys_are_401() {
     ];
     for authorization in cases {
         let request = direct_create(authorization.as_deref(), &body);
-        let response = create_agent::handle(&store.store, &store.store, request).await;
+        let response =
+            create_agent::handle(&store.store, &store.store, integration_tests::MODE, request)
+                .await;
         assert_eq!(response.headers()["www-authenticate"], "Bearer");
         let (status, answer) = parts(response);
         assert_eq!(status, 401, "{authorization:?}");
@@ -305,7 +307,9 @@ async fn through_the_gateway_the_authorizer_context_names_the_caller() {
     let store = TestStore::new().await;
     // events/create-agent.json carries the context the authorizer gives account "acme".
     let request = integration_tests::event("create-agent.json");
-    let (status, body) = parts(create_agent::handle(&store.store, &store.store, request).await);
+    let (status, body) = parts(
+        create_agent::handle(&store.store, &store.store, integration_tests::MODE, request).await,
+    );
     assert_eq!(status, 201, "{body}");
     assert_eq!(
         body["deployment"]["manifest"]["metadata"]["namespace"],

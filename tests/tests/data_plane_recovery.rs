@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 /// What the data plane is asked at start, as (agent, serviceId, deploymentId, manifest).
 async fn recovered(store: &TestStore) -> Vec<(AgentRef, String, String, Value)> {
-    let events = recovery::what_should_run(&store.client, &store.agents_table, &store.store)
+    let events = recovery::what_should_run(&store.store)
         .await
         .expect("what should run, read");
     events

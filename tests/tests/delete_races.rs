@@ -26,7 +26,7 @@ async fn keyed_update(
     request
         .headers_mut()
         .insert("idempotency-key", idempotency.parse().unwrap());
-    update_agent::handle(&store.store, &store.store, request).await
+    update_agent::handle(&store.store, &store.store, integration_tests::MODE, request).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -177,7 +177,9 @@ async fn an_etag_read_before_a_delete_never_matches_the_agent_made_again() {
     request
         .headers_mut()
         .insert("if-match", before_delete.parse().unwrap());
-    let (status, body) = parts(update_agent::handle(&store.store, &store.store, request).await);
+    let (status, body) = parts(
+        update_agent::handle(&store.store, &store.store, integration_tests::MODE, request).await,
+    );
     assert_eq!(status, 412, "{body}");
     assert_eq!(body["code"], "PRECONDITION_FAILED");
     let (_, headers, now) = call(&store, &key, "GET", "bot", None).await;

@@ -104,10 +104,10 @@ async fn agents_of_the_first_slice_read_update_and_show_their_lines_once_migrate
     let store = TestStore::new().await;
     let (caller, key) = store.account_with_key("acme").await;
     let namespace = caller.namespace.clone();
-    let manifest = config().manifest("legacy-bot", &namespace);
+    let manifest = config().manifest(integration_tests::MODE, "legacy-bot", &namespace);
     first_slice_agent(&store, &namespace, "legacy-bot", &manifest).await;
     // Resources no profile of this version has: no configuration builds it.
-    let mut odd = config().manifest("odd-bot", &namespace);
+    let mut odd = config().manifest(integration_tests::MODE, "odd-bot", &namespace);
     odd.spec.resources.cpu = "3".into();
     first_slice_agent(&store, &namespace, "odd-bot", &odd).await;
 
@@ -205,7 +205,9 @@ async fn agents_of_the_first_slice_read_update_and_show_their_lines_once_migrate
         "legacy-bot",
         Some(&json!({"image": "ghcr.io/acme/legacy-bot:2.0"})),
     );
-    let (status, body) = parts(update_agent::handle(&store.store, &store.store, refused).await);
+    let (status, body) = parts(
+        update_agent::handle(&store.store, &store.store, integration_tests::MODE, refused).await,
+    );
     assert_eq!(
         (status, body["field"].as_str()),
         (400, Some("secretSet")),
@@ -223,7 +225,9 @@ async fn agents_of_the_first_slice_read_update_and_show_their_lines_once_migrate
         "legacy-bot",
         Some(&json!({"image": "ghcr.io/acme/legacy-bot:2.0"})),
     );
-    let (status, body) = parts(update_agent::handle(&store.store, &store.store, update).await);
+    let (status, body) = parts(
+        update_agent::handle(&store.store, &store.store, integration_tests::MODE, update).await,
+    );
     assert_eq!(status, 200, "{body}");
     assert_ne!(body["activeDeploymentId"], DEPLOYMENT_ID);
 }

@@ -459,7 +459,12 @@ fn ten_thousand_generated_creates_get_the_answer_the_contract_gives_each() {
                     &body.bytes,
                     body.duplicate.as_deref(),
                 );
-                let response = runtime.block_on(create_agent::handle(&store, &store, request));
+                let response = runtime.block_on(create_agent::handle(
+                    &store,
+                    &store,
+                    integration_tests::MODE,
+                    request,
+                ));
                 let outcome = expected_answer(&response, &allowed, |o| &o.answer)?;
                 prop_assert_eq!(
                     response.headers().contains_key("idempotent-replayed"),
@@ -814,7 +819,13 @@ async fn generated_creates_on_dynamodb_local_get_the_contracts_answer_and_write_
                         body.duplicate.as_deref(),
                     );
                     let keyed = request.headers().contains_key("idempotency-key");
-                    let response = create_agent::handle(&store.store, &store.store, request).await;
+                    let response = create_agent::handle(
+                        &store.store,
+                        &store.store,
+                        integration_tests::MODE,
+                        request,
+                    )
+                    .await;
                     let outcome = expected_answer(&response, &allowed, |o| &o.answer)?;
                     account.lock().unwrap().apply(outcome);
                     let after = store.namespace_items(&caller.namespace).await;

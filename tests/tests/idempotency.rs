@@ -17,7 +17,7 @@ async fn create(store: &TestStore, key: &ApiKey, body: &Value) -> Response<Body>
     request
         .headers_mut()
         .insert("idempotency-key", KEY.parse().unwrap());
-    create_agent::handle(&store.store, &store.store, request).await
+    create_agent::handle(&store.store, &store.store, integration_tests::MODE, request).await
 }
 
 #[tokio::test]
@@ -179,7 +179,9 @@ async fn a_malformed_key_is_400_and_writes_nothing() {
     request
         .headers_mut()
         .insert("idempotency-key", "x".repeat(256).parse().unwrap());
-    let (status, answer) = parts(create_agent::handle(&store.store, &store.store, request).await);
+    let (status, answer) = parts(
+        create_agent::handle(&store.store, &store.store, integration_tests::MODE, request).await,
+    );
     assert_eq!(status, 400);
     assert_eq!(answer["field"], "Idempotency-Key");
     assert_eq!(store.namespace_items(&caller.namespace).await, 0);

@@ -192,6 +192,7 @@ async fn an_update_merges_and_if_match_pins_the_version() {
     let response = update_agent::handle(
         &store.store,
         &store.store,
+        integration_tests::MODE,
         with_if_match("\"1\"", "ghcr.io/acme/agent:9.0"),
     )
     .await;
@@ -204,6 +205,7 @@ async fn an_update_merges_and_if_match_pins_the_version() {
     let response = update_agent::handle(
         &store.store,
         &store.store,
+        integration_tests::MODE,
         with_if_match(&etag, "ghcr.io/acme/agent:3.0"),
     )
     .await;
@@ -218,6 +220,7 @@ async fn an_update_merges_and_if_match_pins_the_version() {
     let response = update_agent::handle(
         &store.store,
         &store.store,
+        integration_tests::MODE,
         with_if_match(&etag, "ghcr.io/acme/agent:4.0"),
     )
     .await;
@@ -239,6 +242,7 @@ async fn an_idempotent_update_replays_and_the_key_is_refused_for_another_request
     let first = update_agent::handle(
         &store.store,
         &store.store,
+        integration_tests::MODE,
         keyed(json!({"image": "ghcr.io/acme/agent:7.0"})),
     )
     .await;
@@ -246,6 +250,7 @@ async fn an_idempotent_update_replays_and_the_key_is_refused_for_another_request
     let replay = update_agent::handle(
         &store.store,
         &store.store,
+        integration_tests::MODE,
         keyed(json!({"image": "ghcr.io/acme/agent:7.0"})),
     )
     .await;
@@ -264,6 +269,7 @@ async fn an_idempotent_update_replays_and_the_key_is_refused_for_another_request
         update_agent::handle(
             &store.store,
             &store.store,
+            integration_tests::MODE,
             keyed(json!({"image": "ghcr.io/acme/agent:8.0"})),
         )
         .await,
@@ -457,8 +463,9 @@ async fn deleting_an_agent_takes_its_deployments_and_records_and_a_new_one_start
     request
         .headers_mut()
         .insert("idempotency-key", "create-bot".parse().unwrap());
-    let (_, old) =
-        integration_tests::parts(create_agent::handle(&store.store, &store.store, request).await);
+    let (_, old) = integration_tests::parts(
+        create_agent::handle(&store.store, &store.store, integration_tests::MODE, request).await,
+    );
     let (_, old_updated) = update(
         &store,
         &key,
@@ -514,7 +521,8 @@ async fn deleting_an_agent_takes_its_deployments_and_records_and_a_new_one_start
     request
         .headers_mut()
         .insert("idempotency-key", "create-bot".parse().unwrap());
-    let response = create_agent::handle(&store.store, &store.store, request).await;
+    let response =
+        create_agent::handle(&store.store, &store.store, integration_tests::MODE, request).await;
     assert!(
         !response.headers().contains_key("idempotent-replayed"),
         "the old key's record went with the agent"

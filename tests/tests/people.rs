@@ -34,7 +34,7 @@ async fn a_person_works_on_their_own_account_and_reaches_nothing_of_another() {
     // Alice, signed in, creates an agent and a secret set with her token.
     let create = json!({"serviceName": "support-bot", "image": "ghcr.io/acme/agent:1.0"});
     let created = request("POST", "/v1/agents", &alice, &[], Some(create));
-    let (status, agent) = parts(create_agent::handle(s, s, created).await);
+    let (status, agent) = parts(create_agent::handle(s, s, integration_tests::MODE, created).await);
     assert_eq!(status, 201, "{agent}");
     let set = json!({"name": "alice-env", "isImagePullSecret": false,
         "secretKey": "OPENAI_API_KEY", "secretValue": "alice-marker-1"});

@@ -26,9 +26,10 @@ async fn create_concurrently(
         .into_iter()
         .map(|request| {
             let store = store.clone();
-            tokio::spawn(
-                async move { create_agent::handle(&store.store, &store.store, request).await },
-            )
+            tokio::spawn(async move {
+                create_agent::handle(&store.store, &store.store, integration_tests::MODE, request)
+                    .await
+            })
         })
         .collect();
     let mut responses = Vec::new();
@@ -197,7 +198,12 @@ async fn fifty_concurrent_updates_of_one_agent_are_all_kept() {
                             "contested",
                             Some(&body),
                         );
-                        update_agent::handle(&store.store, &store.store, request)
+                        update_agent::handle(
+                            &store.store,
+                            &store.store,
+                            integration_tests::MODE,
+                            request,
+                        )
                     },
                 )
                 .await

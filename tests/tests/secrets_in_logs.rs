@@ -96,6 +96,7 @@ async fn keys_never_appear_in_any_log_line() {
             create_agent::handle(
                 &store.store,
                 &store.store,
+                integration_tests::MODE,
                 direct_create(Some(&bearer(auth)), &body),
             )
             .await,
@@ -257,6 +258,7 @@ async fn secret_values_are_in_no_log_line_event_or_answer_at_trace() {
         create_agent::handle(
             &store.store,
             &store.store,
+            integration_tests::MODE,
             direct_create(Some(&bearer(&key)), &body),
         )
         .await,

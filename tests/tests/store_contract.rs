@@ -13,6 +13,12 @@ async fn agents_on_the_memory_store_and_dynamodb_local() {
 }
 
 #[tokio::test]
+async fn every_agent_of_every_namespace_on_the_memory_store_and_dynamodb_local() {
+    store_contract::every_agent(&MemoryStore::default()).await;
+    store_contract::every_agent(&TestStore::new().await.store).await;
+}
+
+#[tokio::test]
 async fn deployment_history_on_the_memory_store_and_dynamodb_local() {
     store_contract::deployment_history(&MemoryStore::default()).await;
     store_contract::deployment_history(&TestStore::new().await.store).await;

@@ -314,7 +314,13 @@ async fn call(route: Route, s: &DynamoStore, fixture: &Fixture) -> Response<Body
     match route {
         Route::CreateAgent => {
             let body = json!({"serviceName": "bot", "image": "ghcr.io/acme/a:1"});
-            create_agent::handle(s, s, direct_create(Some(&bearer(key)), &body)).await
+            create_agent::handle(
+                s,
+                s,
+                integration_tests::MODE,
+                direct_create(Some(&bearer(key)), &body),
+            )
+            .await
         }
         Route::ListAgents => {
             let list = request("GET", key, "/v1/agents", &[], None);
@@ -323,7 +329,13 @@ async fn call(route: Route, s: &DynamoStore, fixture: &Fixture) -> Response<Body
         Route::GetAgent => get_agent::handle(s, s, agent_request("GET", key, "voice", None)).await,
         Route::UpdateAgent => {
             let body = json!({"image": "ghcr.io/acme/a:2"});
-            update_agent::handle(s, s, agent_request("POST", key, "voice", Some(&body))).await
+            update_agent::handle(
+                s,
+                s,
+                integration_tests::MODE,
+                agent_request("POST", key, "voice", Some(&body)),
+            )
+            .await
         }
         Route::DeleteAgent => {
             let delete = agent_request("DELETE", key, "voice", None);

@@ -38,7 +38,13 @@ async fn a_create_that_times_out_is_503_with_retry_after() {
     let store = silent_store().await;
     // The gateway's event: the authorizer already named the caller, so the first store call is
     // the create's transaction.
-    let response = create_agent::handle(&store, &store, event("create-agent.json")).await;
+    let response = create_agent::handle(
+        &store,
+        &store,
+        integration_tests::MODE,
+        event("create-agent.json"),
+    )
+    .await;
     assert_eq!(response.headers()["retry-after"], "1");
     let (status, body) = parts(response);
     assert_eq!(status, 503, "{body}");
@@ -54,7 +60,7 @@ async fn a_key_check_that_times_out_is_503_not_401() {
         Some(&integration_tests::bearer(&key)),
         &serde_json::json!({"serviceName": "bot", "image": "a"}),
     );
-    let response = create_agent::handle(&store, &store, request).await;
+    let response = create_agent::handle(&store, &store, integration_tests::MODE, request).await;
     assert_eq!(response.headers()["retry-after"], "1");
     assert_eq!(parts(response).0, 503);
 }

@@ -107,8 +107,9 @@ async fn each_new_deployment_and_each_deleted_agent_is_published_once_with_the_c
     keyed
         .headers_mut()
         .insert("idempotency-key", "k-1".parse().unwrap());
-    let (status, keyed) =
-        integration_tests::parts(update_agent::handle(&store.store, &store.store, keyed).await);
+    let (status, keyed) = integration_tests::parts(
+        update_agent::handle(&store.store, &store.store, integration_tests::MODE, keyed).await,
+    );
     assert_eq!(status, 200);
     let outcome = report(&store, json!({
         "namespace": owner.namespace, "agent": "bot", "deploymentId": keyed["activeDeploymentId"],

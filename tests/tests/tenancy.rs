@@ -57,8 +57,9 @@ async fn a_second_account_reaches_nothing_of_the_first_through_logs_create_or_it
     request
         .headers_mut()
         .insert("idempotency-key", "shared-key-1".parse().unwrap());
-    let (status, alice_agent) =
-        parts(create_agent::handle(&store.store, &store.store, request).await);
+    let (status, alice_agent) = parts(
+        create_agent::handle(&store.store, &store.store, integration_tests::MODE, request).await,
+    );
     assert_eq!(status, 201);
     let deployment = alice_agent["activeDeploymentId"]
         .as_str()
@@ -141,7 +142,7 @@ async fn a_second_account_reaches_nothing_of_the_first_through_logs_create_or_it
         request
             .headers_mut()
             .insert("idempotency-key", "shared-key-1".parse().unwrap());
-        create_agent::handle(&store.store, &store.store, request)
+        create_agent::handle(&store.store, &store.store, integration_tests::MODE, request)
     };
     let response = bob_creates(("alice-env", "alice-pull")).await;
     assert!(!response.headers().contains_key("idempotent-replayed"));

@@ -62,7 +62,7 @@ async fn serve() -> Result<&'static str, BoxError> {
         accounts: String::new(),
         logs: String::new(),
     };
-    let store = DynamoStore::new(dynamodb.clone(), tables);
+    let store = DynamoStore::new(dynamodb, tables);
     let keys = KmsKeyOpener::new(aws_sdk_kms::Client::new(&aws));
     let reports = Arc::new(AwsReports::new(
         aws_sdk_eventbridge::Client::new(&aws),
@@ -74,7 +74,7 @@ async fn serve() -> Result<&'static str, BoxError> {
         },
     ));
     let engine = Arc::new(EcsEngine::new(EcsClients::new(&aws), settings.ecs_config()));
-    let recovered = recovery::what_should_run(&dynamodb, &settings.agents_table, &store).await?;
+    let recovered = recovery::what_should_run(&store).await?;
     tracing::info!(
         deployments = recovered.len(),
         "deployments recovered from the agents table"

@@ -16,13 +16,9 @@ use bollard::models::{
     ContainerCreateBody, HostConfig, HostConfigLogConfig, RestartPolicy, RestartPolicyNameEnum,
 };
 
-use crate::replica::{DROPPED_CAPABILITIES, ReplicaSpec, label};
-
-/// The holder's own hard limits: the platform's, beside the profile's.
-pub const HOLDER_MEMORY_MIB: i64 = 32;
-const HOLDER_PIDS: i64 = 64;
-/// nobody: the holder needs no user of its image (it has none).
-pub const HOLDER_USER: &str = "65534";
+use crate::replica::{
+    DROPPED_CAPABILITIES, HOLDER_MEMORY_MIB, HOLDER_PIDS, HOLDER_USER, ReplicaSpec, label,
+};
 
 /// The holder's json-file logs, capped: 3 files of 10 MB at most.
 const LOG_MAX_SIZE: &str = "10m";
@@ -59,7 +55,7 @@ fn labels(spec: &ReplicaSpec, part: &str) -> HashMap<String, String> {
 
 /// The create body of the replica's holder, of `image`, attached to `network`.
 pub fn holder_body(spec: &ReplicaSpec, network: &str, image: &str) -> ContainerCreateBody {
-    let memory = HOLDER_MEMORY_MIB * 1024 * 1024;
+    let memory = i64::from(HOLDER_MEMORY_MIB) * 1024 * 1024;
     let mut labels = labels(spec, label::part::HOLDER);
     labels.insert(
         label::HOLDER_TOKEN.to_owned(),
@@ -80,7 +76,7 @@ pub fn holder_body(spec: &ReplicaSpec, network: &str, image: &str) -> ContainerC
         host_config: Some(HostConfig {
             memory: Some(memory),
             memory_swap: Some(memory),
-            pids_limit: Some(HOLDER_PIDS),
+            pids_limit: Some(i64::from(HOLDER_PIDS)),
             readonly_rootfs: Some(true),
             cap_drop: Some(vec!["ALL".to_owned()]),
             network_mode: Some(network.to_owned()),

@@ -30,12 +30,9 @@ use time::OffsetDateTime;
 pub use create::container_name;
 pub use network::{BRIDGE_NAME, BRIDGE_PREFIX, ENABLE_ICC, network_name};
 
-use crate::engine::{Engine, EngineError, LogLine, RunError};
+use crate::engine::{Engine, EngineError, LogLine, RunError, STOP_ANSWER_MARGIN};
 use crate::replica::{ReplicaId, ReplicaSpec, ReplicaView, label};
 use error::Failure;
-
-/// How long past a stop's grace the daemon may take to answer (the kill, the exit's record).
-const STOP_ANSWER_MARGIN: Duration = Duration::from_secs(60);
 
 /// The holder's stop grace: it exits at once on SIGTERM.
 const HOLDER_GRACE: Duration = Duration::from_secs(1);

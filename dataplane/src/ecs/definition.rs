@@ -14,19 +14,13 @@ use aws_sdk_ecs::types::{
 use super::EcsConfig;
 use crate::engine::STOP_GRACE;
 use crate::replica::{
-    AGENT_PORT, DROPPED_CAPABILITIES, HolderSettings, Limits, NodeType, ReplicaLabels, ReplicaSpec,
-    label,
+    AGENT_PORT, DROPPED_CAPABILITIES, HOLDER_MEMORY_MIB, HOLDER_USER, HolderSettings, Limits,
+    NodeType, ReplicaLabels, ReplicaSpec, label,
 };
 
 /// The container names inside a replica's task.
 pub const AGENT_CONTAINER: &str = "agent";
 pub const HOLDER_CONTAINER: &str = "holder";
-
-/// The holder's own memory, a hard limit; the agent keeps the rest of the task's.
-pub const HOLDER_MEMORY_MIB: u32 = 32;
-
-/// The user the holder runs as (nobody), as on Docker.
-const HOLDER_USER: &str = "65534";
 
 /// The environment variable that stays a plain value: the platform's, never a secret.
 const PLAIN_ENV: &str = "PORT";

@@ -29,14 +29,11 @@ use futures_util::stream::BoxStream;
 use time::OffsetDateTime;
 use tokio::sync::Mutex;
 
-use crate::engine::{Engine, EngineError, LogLine, RunError};
+use crate::engine::{Engine, EngineError, LogLine, RunError, STOP_ANSWER_MARGIN};
 use crate::replica::{ReplicaId, ReplicaSpec, ReplicaView};
 use definition::Definition;
 use error::{is_task_not_found, sdk_error};
 use tasks::TaskEnd;
-
-/// How long past a stop's grace ECS may take to say the task is STOPPED.
-const STOP_ANSWER_MARGIN: Duration = Duration::from_secs(60);
 
 /// What the stack gives the engine (template parameters and resources).
 #[derive(Debug, Clone)]

@@ -264,13 +264,14 @@ impl Deployments {
 mod tests {
     use super::*;
     use shared::agent::ConfigChanges;
+    use shared::manifest::DeploymentMode;
 
     fn manifest() -> Manifest {
         let body = serde_json::json!({"serviceName": "echo", "image": "example/agent:1"});
         let (_, config) = ConfigChanges::from_json(body)
             .and_then(ConfigChanges::into_new_agent)
             .unwrap();
-        config.manifest("echo", "tiny-ferret-1")
+        config.manifest(DeploymentMode::Simulated, "echo", "tiny-ferret-1")
     }
 
     fn request(deployments: &mut Deployments, agent: &AgentRef, id: &str) {

@@ -128,6 +128,7 @@ fn decode_base64(text: &[u8]) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use shared::manifest::DeploymentMode;
     use shared::secrets::body::SetChange;
     use shared::store::memory::MemoryStore;
     use shared::testing::data_keys::FakeKms;
@@ -146,7 +147,7 @@ mod tests {
         let (_, config) = shared::agent::ConfigChanges::from_json(body)
             .and_then(shared::agent::ConfigChanges::into_new_agent)
             .unwrap();
-        let mut manifest = config.manifest("echo", NS);
+        let mut manifest = config.manifest(DeploymentMode::Simulated, "echo", NS);
         manifest.spec.env_from_secret_names = env.iter().map(|s| s.to_string()).collect();
         manifest.spec.image_pull_secret_names = pull.iter().map(|s| s.to_string()).collect();
         manifest

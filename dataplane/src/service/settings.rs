@@ -4,7 +4,23 @@
 
 use std::time::Duration;
 
+use shared::config::{AGENTS_TABLE, AWS_REGION, EVENT_BUS_NAME, LOG_RETENTION_DAYS};
+
 use crate::ecs::EcsConfig;
+
+// The data plane's own variables; the ones it shares with the functions are shared::config's.
+const STACK_NAME: &str = "STACK_NAME";
+const DATA_PLANE_INBOX_URL: &str = "DATA_PLANE_INBOX_URL";
+const INGEST_FUNCTION_ARN: &str = "INGEST_FUNCTION_ARN";
+const ECS_CLUSTER: &str = "ECS_CLUSTER";
+const REPLICA_SUBNETS: &str = "REPLICA_SUBNETS";
+const REPLICA_SECURITY_GROUP: &str = "REPLICA_SECURITY_GROUP";
+const REPLICA_ASSIGN_PUBLIC_IP: &str = "REPLICA_ASSIGN_PUBLIC_IP";
+const REPLICA_EXECUTION_ROLE_ARN: &str = "REPLICA_EXECUTION_ROLE_ARN";
+const HOLDER_IMAGE: &str = "HOLDER_IMAGE";
+const REPLICA_SECRETS_PREFIX: &str = "REPLICA_SECRETS_PREFIX";
+const REPLICA_LOG_GROUP: &str = "REPLICA_LOG_GROUP";
+const PLATFORM_LOG_GROUP: &str = "PLATFORM_LOG_GROUP";
 
 /// Between two reads of a task's state or of its lines: every replica's lines are one
 /// GetLogEvents per poll, against an account's per-region quota of a few tens a second
@@ -65,22 +81,22 @@ impl Settings {
                 .ok_or(SettingsError::Missing(name))
         };
         Ok(Settings {
-            stack: text("STACK_NAME")?,
-            agents_table: text("AGENTS_TABLE")?,
-            inbox_url: text("DATA_PLANE_INBOX_URL")?,
-            event_bus_name: text("EVENT_BUS_NAME")?,
-            ingest_function_arn: text("INGEST_FUNCTION_ARN")?,
-            log_retention_days: retention(&text("LOG_RETENTION_DAYS")?)?,
-            cluster: text("ECS_CLUSTER")?,
-            replica_subnets: subnets(&text("REPLICA_SUBNETS")?)?,
-            replica_security_group: text("REPLICA_SECURITY_GROUP")?,
-            assign_public_ip: public_ip(&text("REPLICA_ASSIGN_PUBLIC_IP")?)?,
-            execution_role_arn: text("REPLICA_EXECUTION_ROLE_ARN")?,
-            holder_image: text("HOLDER_IMAGE")?,
-            secrets_prefix: text("REPLICA_SECRETS_PREFIX")?,
-            replica_log_group: text("REPLICA_LOG_GROUP")?,
-            platform_log_group: text("PLATFORM_LOG_GROUP")?,
-            region: text("AWS_REGION")?,
+            stack: text(STACK_NAME)?,
+            agents_table: text(AGENTS_TABLE)?,
+            inbox_url: text(DATA_PLANE_INBOX_URL)?,
+            event_bus_name: text(EVENT_BUS_NAME)?,
+            ingest_function_arn: text(INGEST_FUNCTION_ARN)?,
+            log_retention_days: retention(&text(LOG_RETENTION_DAYS)?)?,
+            cluster: text(ECS_CLUSTER)?,
+            replica_subnets: subnets(&text(REPLICA_SUBNETS)?)?,
+            replica_security_group: text(REPLICA_SECURITY_GROUP)?,
+            assign_public_ip: public_ip(&text(REPLICA_ASSIGN_PUBLIC_IP)?)?,
+            execution_role_arn: text(REPLICA_EXECUTION_ROLE_ARN)?,
+            holder_image: text(HOLDER_IMAGE)?,
+            secrets_prefix: text(REPLICA_SECRETS_PREFIX)?,
+            replica_log_group: text(REPLICA_LOG_GROUP)?,
+            platform_log_group: text(PLATFORM_LOG_GROUP)?,
+            region: text(AWS_REGION)?,
         })
     }
 
@@ -117,7 +133,7 @@ fn subnets(value: &str) -> Result<Vec<String>, SettingsError> {
     let subnets: Vec<String> = value.split(',').map(|id| id.trim().to_owned()).collect();
     if subnets.iter().any(String::is_empty) {
         return Err(invalid(
-            "REPLICA_SUBNETS",
+            REPLICA_SUBNETS,
             "expected comma-separated subnet ids, found an empty one",
         ));
     }
@@ -130,18 +146,18 @@ fn public_ip(value: &str) -> Result<bool, SettingsError> {
         "ENABLED" => Ok(true),
         "DISABLED" => Ok(false),
         other => Err(invalid(
-            "REPLICA_ASSIGN_PUBLIC_IP",
+            REPLICA_ASSIGN_PUBLIC_IP,
             format!("expected ENABLED or DISABLED, found {other:?}"),
         )),
     }
 }
 
-/// A whole number of days, at least one.
+/// A whole number of days, as the functions read it.
 fn retention(value: &str) -> Result<u32, SettingsError> {
-    value.parse().ok().filter(|days| *days > 0).ok_or_else(|| {
+    shared::config::log_retention_days_of(value).ok_or_else(|| {
         invalid(
-            "LOG_RETENTION_DAYS",
-            format!("expected a whole number of days, at least 1, found {value:?}"),
+            LOG_RETENTION_DAYS,
+            format!("expected a whole number of days from 1 to 3650, found {value:?}"),
         )
     })
 }

@@ -123,7 +123,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use shared::agent::{ConfigChanges, DeploymentState, StatusReport};
-use shared::manifest::Manifest;
+use shared::manifest::{DeploymentMode, Manifest};
 use shared::secrets::body::SetChange;
 use shared::session::SessionRequest;
 use shared::store::memory::MemoryStore;
@@ -308,7 +308,8 @@ impl<H: Harness> Running<H> {
         let (_, config) = ConfigChanges::from_json(body)
             .and_then(ConfigChanges::into_new_agent)
             .expect("a valid agent");
-        let mut manifest: Manifest = config.manifest(&agent.name, &agent.namespace);
+        let mut manifest: Manifest =
+            config.manifest(DeploymentMode::Simulated, &agent.name, &agent.namespace);
         manifest.spec.image = image.to_owned();
         manifest.spec.auto_scaling.min_replicas = scaling.0;
         manifest.spec.auto_scaling.max_replicas = scaling.1;

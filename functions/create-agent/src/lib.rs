@@ -11,20 +11,23 @@ use shared::agent::{AgentStore, ConfigChanges};
 use shared::auth::KeyStore;
 use shared::http::{Callers, allow};
 use shared::idempotency::{self, IdempotencyKey};
+use shared::manifest::DeploymentMode;
 
 /// Handles one request; every outcome, including failures, is a response.
 pub async fn handle<A: AgentStore, K: KeyStore>(
     agents: &A,
     keys: &K,
+    mode: DeploymentMode,
     request: Request,
 ) -> Response<Body> {
-    shared::http::respond(create_agent(agents, keys, &request).await)
+    shared::http::respond(create_agent(agents, keys, mode, &request).await)
 }
 
 #[tracing::instrument(skip_all, fields(namespace, agent, idempotent))]
 async fn create_agent<A: AgentStore, K: KeyStore>(
     agents: &A,
     keys: &K,
+    mode: DeploymentMode,
     request: &Request,
 ) -> Result<Answer, ApiError> {
     // Who is asking comes first: an unauthenticated caller learns nothing about the body rules.
@@ -49,7 +52,7 @@ async fn create_agent<A: AgentStore, K: KeyStore>(
     if let Some(name) = changes.service_name.clone().given() {
         span.record("agent", name.as_str());
     }
-    lifecycle::create(agents, &caller, changes, idempotent.as_ref()).await
+    lifecycle::create(agents, mode, &caller, changes, idempotent.as_ref()).await
 }
 
 #[cfg(test)]
@@ -75,7 +78,7 @@ mod tests {
     }
 
     async fn call(store: &MemoryStore, request: Request) -> (StatusCode, Value) {
-        let response = handle(store, store, request).await;
+        let response = handle(store, store, DeploymentMode::Simulated, request).await;
         let status = response.status();
         assert_eq!(response.headers()["content-type"], "application/json");
         (
@@ -105,7 +108,13 @@ mod tests {
     #[tokio::test]
     async fn a_created_agent_comes_with_its_etag() {
         let store = MemoryStore::default();
-        let response = handle(&store, &store, event("create-agent.json")).await;
+        let response = handle(
+            &store,
+            &store,
+            DeploymentMode::Simulated,
+            event("create-agent.json"),
+        )
+        .await;
         assert_eq!(response.status(), StatusCode::CREATED);
         let stored = store.agent("tiny-ferret-maroon-123", "my-agent").unwrap();
         assert_eq!(response.headers()["etag"], stored.etag().as_str());
@@ -181,7 +190,13 @@ mod tests {
     #[tokio::test]
     async fn no_key_event_is_401_with_the_challenge() {
         let store = MemoryStore::default();
-        let response = handle(&store, &store, event("create-agent-no-key.json")).await;
+        let response = handle(
+            &store,
+            &store,
+            DeploymentMode::Simulated,
+            event("create-agent-no-key.json"),
+        )
+        .await;
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(response.headers()["www-authenticate"], "Bearer");
         let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
@@ -214,7 +229,13 @@ mod tests {
     #[tokio::test]
     async fn a_retry_with_the_same_key_and_body_replays_the_first_answer() {
         let store = MemoryStore::default();
-        let first = handle(&store, &store, event("create-agent-idempotent.json")).await;
+        let first = handle(
+            &store,
+            &store,
+            DeploymentMode::Simulated,
+            event("create-agent-idempotent.json"),
+        )
+        .await;
         assert_eq!(first.status(), StatusCode::CREATED);
         assert!(first.headers().get(idempotency::REPLAYED_HEADER).is_none());
 
@@ -223,7 +244,7 @@ mod tests {
             event("create-agent-idempotent.json"),
             json!({"image": "ghcr.io/acme/agent:1.0", "serviceName": "retry-bot"}),
         );
-        let replay = handle(&store, &store, again).await;
+        let replay = handle(&store, &store, DeploymentMode::Simulated, again).await;
         assert_eq!(replay.status(), StatusCode::CREATED);
         assert_eq!(replay.headers()[idempotency::REPLAYED_HEADER], "true");
         assert_eq!(
@@ -292,7 +313,13 @@ mod tests {
     #[tokio::test]
     async fn another_method_is_405_with_allow() {
         let store = MemoryStore::default();
-        let response = handle(&store, &store, event("create-agent-wrong-method.json")).await;
+        let response = handle(
+            &store,
+            &store,
+            DeploymentMode::Simulated,
+            event("create-agent-wrong-method.json"),
+        )
+        .await;
         assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(response.headers()["allow"], "GET, POST, PUT");
         let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();

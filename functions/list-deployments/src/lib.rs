@@ -128,7 +128,11 @@ mod tests {
         for image in ["ghcr.io/acme/demo-agent:2.0", "ghcr.io/acme/demo-agent:3.0"] {
             let mut config = agent.config().clone();
             config.image = image.to_owned();
-            let next: AgentRecord = agent.deploy(config, "2026-11-26T14:00:00.000Z");
+            let next: AgentRecord = agent.deploy(
+                config,
+                shared::manifest::DeploymentMode::Simulated,
+                "2026-11-26T14:00:00.000Z",
+            );
             let change = Change::NewDeployment {
                 replaced: agent.config(),
             };

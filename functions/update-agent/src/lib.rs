@@ -15,20 +15,23 @@ use shared::agent::{AgentStore, ConfigChanges};
 use shared::auth::KeyStore;
 use shared::http::{Callers, allow};
 use shared::idempotency::{self, IdempotencyKey};
+use shared::manifest::DeploymentMode;
 use shared::validation::Member;
 
 pub async fn handle<A: AgentStore, K: KeyStore>(
     agents: &A,
     keys: &K,
+    mode: DeploymentMode,
     request: Request,
 ) -> Response<Body> {
-    shared::http::respond(update_agent(agents, keys, &request).await)
+    shared::http::respond(update_agent(agents, keys, mode, &request).await)
 }
 
 #[tracing::instrument(skip_all, fields(namespace, agent, idempotent, conditional))]
 async fn update_agent<A: AgentStore, K: KeyStore>(
     agents: &A,
     keys: &K,
+    mode: DeploymentMode,
     request: &Request,
 ) -> Result<Answer, ApiError> {
     let route = Route::of(request);
@@ -65,6 +68,7 @@ async fn update_agent<A: AgentStore, K: KeyStore>(
     });
     lifecycle::update(
         agents,
+        mode,
         &caller,
         &name,
         changes,
@@ -130,7 +134,7 @@ mod tests {
     }
 
     async fn call(store: &MemoryStore, request: Request) -> (StatusCode, Value, Response<Body>) {
-        let response = handle(store, store, request).await;
+        let response = handle(store, store, DeploymentMode::Simulated, request).await;
         let body = serde_json::from_slice(response.body().as_ref()).unwrap();
         (response.status(), body, response)
     }

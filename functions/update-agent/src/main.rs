@@ -1,8 +1,9 @@
 //! Wiring only: logs, configuration and the DynamoDB client once at cold start, then the loop.
 
 use lambda_http::{Error, service_fn};
-use shared::config::{ACCOUNTS_TABLE, AGENTS_TABLE};
+use shared::config::{self, ACCOUNTS_TABLE, AGENTS_TABLE, DEPLOYMENT_MODE};
 use shared::lambda::run;
+use shared::manifest::DeploymentMode;
 use shared::store::dynamodb::DynamoStore;
 
 // Lambda sends an execution environment one event at a time (`run`, not `run_concurrent`): one
@@ -11,9 +12,11 @@ use shared::store::dynamodb::DynamoStore;
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let (store, _) = DynamoStore::from_env(&[AGENTS_TABLE, ACCOUNTS_TABLE])?;
+    // The engine every manifest names: a misspelt one stops the function here.
+    let mode = DeploymentMode::of_setting(config::optional(DEPLOYMENT_MODE).as_deref())?;
     let store = &store;
     run(service_fn(move |request| async move {
-        Ok::<_, std::convert::Infallible>(update_agent::handle(store, store, request).await)
+        Ok::<_, std::convert::Infallible>(update_agent::handle(store, store, mode, request).await)
     }))
     .await
 }

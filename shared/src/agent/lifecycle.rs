@@ -20,6 +20,7 @@ use crate::ApiError;
 use crate::auth::Principal;
 use crate::error::StoreError;
 use crate::idempotency::{self, IdempotencyRecord};
+use crate::manifest::DeploymentMode;
 use crate::races::Races;
 use crate::timestamp::rfc3339_millis;
 
@@ -136,13 +137,14 @@ fn no_such_set(config: &AgentConfig, member: SetMember) -> ApiError {
 /// POST /v1/agents: the agent of `changes` and its first deployment, in the caller's account.
 pub async fn create<S: AgentStore>(
     store: &S,
+    mode: DeploymentMode,
     caller: &Principal,
     changes: ConfigChanges,
     idempotent: Option<&Idempotent>,
 ) -> Result<Answer, ApiError> {
     let (name, config) = changes.into_new_agent()?;
     let now = OffsetDateTime::now_utc();
-    let agent = AgentRecord::new(caller, &name, config, &rfc3339_millis(now));
+    let agent = AgentRecord::new(caller, &name, config, mode, &rfc3339_millis(now));
     let body = body_of(&agent.created_view())?;
     let record = idempotent.map(|key| key.record(StatusCode::CREATED, &body, &name, now));
     let mut races = Races::new();
@@ -174,6 +176,7 @@ pub async fn create<S: AgentStore>(
 /// written otherwise.
 pub async fn update<S: AgentStore>(
     store: &S,
+    mode: DeploymentMode,
     caller: &Principal,
     name: &str,
     changes: ConfigChanges,
@@ -207,7 +210,7 @@ pub async fn update<S: AgentStore>(
             (current.next_version(), Change::AnswerRecorded)
         } else {
             (
-                current.deploy(config, &rfc3339_millis(now)),
+                current.deploy(config, mode, &rfc3339_millis(now)),
                 Change::NewDeployment {
                     replaced: current.config(),
                 },

@@ -21,5 +21,7 @@ pub use record::{
 };
 pub use set_use::{NamedSet, SetMember, SetUse};
 pub use status::{ReportOutcome, StatusReport};
-pub use store::{AgentPage, AgentStore, Change, CreateOutcome, DeploymentPage, WriteOutcome};
+pub use store::{
+    AgentPage, AgentRef, AgentStore, Change, CreateOutcome, DeploymentPage, WriteOutcome,
+};
 pub use view::{Agent, AgentDetail, AgentRead, NoiseVivaStatus};

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::config::AgentConfig;
 use crate::auth::Principal;
-use crate::manifest::Manifest;
+use crate::manifest::{DeploymentMode, Manifest};
 
 /// The deployment object (agent-hosting-api 2.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +123,7 @@ fn deployment_record(
     namespace: &str,
     service_id: &str,
     config: AgentConfig,
+    mode: DeploymentMode,
     now: &str,
 ) -> DeploymentRecord {
     DeploymentRecord {
@@ -130,7 +131,7 @@ fn deployment_record(
             // v7: time-ordered, so an agent's deployments sort by their creation (its history
             // is listed newest first).
             id: Uuid::now_v7().to_string(),
-            manifest: config.manifest(name, namespace),
+            manifest: config.manifest(mode, name, namespace),
             service_id: service_id.to_owned(),
             created_at: now.to_owned(),
             updated_at: now.to_owned(),
@@ -141,11 +142,18 @@ fn deployment_record(
 }
 
 impl AgentRecord {
-    /// A new agent of `owner` with its first deployment, nothing ready yet.
-    pub fn new(owner: &Principal, name: &str, config: AgentConfig, now: &str) -> Self {
+    /// A new agent of `owner` with its first deployment on the engine `mode`, nothing ready
+    /// yet.
+    pub fn new(
+        owner: &Principal,
+        name: &str,
+        config: AgentConfig,
+        mode: DeploymentMode,
+        now: &str,
+    ) -> Self {
         let service_id = Uuid::new_v4().to_string();
         AgentRecord {
-            active: deployment_record(name, &owner.namespace, &service_id, config, now),
+            active: deployment_record(name, &owner.namespace, &service_id, config, mode, now),
             owner: owner.clone(),
             name: name.to_owned(),
             service_id,
@@ -157,14 +165,16 @@ impl AgentRecord {
         }
     }
 
-    /// The agent after a change of configuration: a new deployment becomes active; the agent
-    /// keeps serving from the newest deployment that is ready until the new one is.
-    pub fn deploy(&self, config: AgentConfig, now: &str) -> Self {
+    /// The agent after a change of configuration: a new deployment on the engine `mode`
+    /// becomes active; the agent keeps serving from the newest deployment that is ready until
+    /// the new one is.
+    pub fn deploy(&self, config: AgentConfig, mode: DeploymentMode, now: &str) -> Self {
         let active = deployment_record(
             &self.name,
             &self.owner.namespace,
             &self.service_id,
             config,
+            mode,
             now,
         );
         let serving = if self.active.status.is_ready() {
@@ -265,6 +275,7 @@ pub(crate) mod tests {
                 json!({"serviceName": "my-agent", "image": "ghcr.io/acme/agent:1.0",
                           "noiseViva": {"audioFilter": "tel"}}),
             ),
+            crate::manifest::DeploymentMode::Simulated,
             "2026-01-01T00:00:00.000Z",
         )
     }
@@ -306,6 +317,7 @@ pub(crate) mod tests {
         first.active_sessions = 2;
         let second = first.deploy(
             config(json!({"serviceName": "my-agent", "image": "ghcr.io/acme/agent:2.0"})),
+            crate::manifest::DeploymentMode::Simulated,
             "2026-01-02T00:00:00.000Z",
         );
         assert_eq!(second.version, first.version + 1);
@@ -326,7 +338,11 @@ pub(crate) mod tests {
         assert_eq!(view.updated_at, "2026-01-02T00:00:00.000Z");
 
         // A third deploy before the second is ready keeps serving from the first.
-        let third = second.deploy(second.config().clone(), "2026-01-03T00:00:00.000Z");
+        let third = second.deploy(
+            second.config().clone(),
+            crate::manifest::DeploymentMode::Simulated,
+            "2026-01-03T00:00:00.000Z",
+        );
         assert_eq!(
             third.serving.as_ref().map(|s| s.deployment_id.as_str()),
             Some(first.active.deployment.id.as_str())
@@ -337,7 +353,11 @@ pub(crate) mod tests {
     #[test]
     fn deployment_ids_are_uuid_v7_so_newer_sort_after_older() {
         let first = record();
-        let second = first.deploy(first.config().clone(), "2026-01-02T00:00:00.000Z");
+        let second = first.deploy(
+            first.config().clone(),
+            crate::manifest::DeploymentMode::Simulated,
+            "2026-01-02T00:00:00.000Z",
+        );
         let (a, b) = (&first.active.deployment.id, &second.active.deployment.id);
         assert_eq!(Uuid::parse_str(a).unwrap().get_version_num(), 7);
         assert_eq!(Uuid::parse_str(b).unwrap().get_version_num(), 7);

@@ -325,6 +325,7 @@ mod tests {
             .unwrap();
         let rolled = ready.deploy(
             config(json!({"serviceName": "my-agent", "image": "ghcr.io/acme/agent:2.0"})),
+            crate::manifest::DeploymentMode::Simulated,
             "2027-01-15T08:00:00.000Z",
         );
         let second = rolled.active.deployment.id.clone();

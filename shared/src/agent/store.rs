@@ -74,6 +74,13 @@ pub struct DeploymentPage {
     pub more: bool,
 }
 
+/// An agent: its account's namespace and its name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentRef {
+    pub namespace: String,
+    pub name: String,
+}
+
 pub trait AgentStore: Send + Sync {
     /// Writes the agent and its first deployment at once, with the agent among the users of the
     /// sets it names ([`super::SetUse`]), or nothing when the name is taken or a set is missing.
@@ -118,6 +125,10 @@ pub trait AgentStore: Send + Sync {
         after: Option<&str>,
         limit: usize,
     ) -> impl Future<Output = Result<AgentPage, StoreError>> + Send;
+
+    /// Every agent of every namespace, by reference alone, in no order: what a data plane reads
+    /// when it starts, to learn what should run. It reads the whole table: never for a request.
+    fn every_agent(&self) -> impl Future<Output = Result<Vec<AgentRef>, StoreError>> + Send;
 
     /// Replaces the agent with `next` (whose version is `read_version + 1`) if it is still at
     /// `read_version`, together with what `change` says and the idempotency record, or writes

@@ -279,6 +279,7 @@ mod tests {
         first.active.status.ready_replicas = 2;
         let mut second = first.deploy(
             config(json!({"serviceName": "my-agent", "image": "ghcr.io/acme/agent:2.0"})),
+            crate::manifest::DeploymentMode::Simulated,
             "2026-01-02T00:00:00.000Z",
         );
         let view = second.view();

@@ -100,7 +100,11 @@ mod tests {
     #[test]
     fn during_a_rollout_sessions_run_on_the_deployment_still_serving() {
         let first = ready(record());
-        let rolled = first.deploy(first.config().clone(), "2026-11-25T10:00:00.000Z");
+        let rolled = first.deploy(
+            first.config().clone(),
+            crate::manifest::DeploymentMode::Simulated,
+            "2026-11-25T10:00:00.000Z",
+        );
         let serving = first.active.deployment.id.as_str();
         assert_eq!(serving_deployment(&rolled), Some(serving));
         assert_eq!(admits(Some(&rolled), &session_of(&rolled, serving)), Ok(()));

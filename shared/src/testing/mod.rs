@@ -62,7 +62,13 @@ pub async fn seed_fixture_agents<S: AgentStore + SessionStore>(
         let (name, config) = ConfigChanges::from_json(body)
             .and_then(ConfigChanges::into_new_agent)
             .map_err(|error| StoreError::Unexpected(error.to_string().into()))?;
-        let mut agent = AgentRecord::new(&owner, &name, config, "2026-11-22T19:00:00.000Z");
+        let mut agent = AgentRecord::new(
+            &owner,
+            &name,
+            config,
+            crate::manifest::DeploymentMode::Simulated,
+            "2026-11-22T19:00:00.000Z",
+        );
         if name == "demo-agent" {
             agent.active.deployment.id = DEMO_DEPLOYMENT_ID.to_owned();
         }

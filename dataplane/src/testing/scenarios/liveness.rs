@@ -61,7 +61,13 @@ pub async fn a_replica_that_stops_answering_mid_session_ends_it_agent_error<H: H
     let session = running
         .started_session(&agent, &deployment, json!({"durationSeconds": 600}))
         .await;
-    let ids = running.until_replicas(&deployment, 1).await;
+    // The session's replica, and the reserve replica started beside it if it is up already.
+    let ids: Vec<_> = running
+        .replicas(&deployment)
+        .await
+        .into_iter()
+        .map(|view| view.id)
+        .collect();
     let holding = replicas_holding(harness, &ids, &session).await;
     assert_eq!(holding.len(), 1, "{holding:?}");
     harness.freeze(&holding[0]).await;

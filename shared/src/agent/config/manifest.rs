@@ -10,14 +10,9 @@ use crate::manifest::{
 use super::AgentConfig;
 
 impl AgentConfig {
-    /// The manifest of a deployment of agent `name` in `namespace`, resolved from this whole
-    /// configuration, on the engine this stack runs agents on.
-    pub fn manifest(&self, name: &str, namespace: &str) -> Manifest {
-        self.manifest_for(crate::config::deployment_mode(), name, namespace)
-    }
-
-    /// The manifest of a deployment on the engine `mode`.
-    pub fn manifest_for(&self, mode: DeploymentMode, name: &str, namespace: &str) -> Manifest {
+    /// The manifest of a deployment of agent `name` in `namespace` on the engine `mode` (the
+    /// stack's, which its wiring reads once), resolved from this whole configuration.
+    pub fn manifest(&self, mode: DeploymentMode, name: &str, namespace: &str) -> Manifest {
         self.manifest_in_mode(mode.as_str(), name, namespace)
     }
 
@@ -123,7 +118,8 @@ mod tests {
     fn profiles_table_resolves_to_the_contract_resources() {
         for (name, cpu, memory) in [("agent-1x", "500m", "1Gi"), ("agent-2x", "1", "2Gi")] {
             let profile = profile_named(name).unwrap();
-            let manifest = config(profile, None).manifest("my-agent", "ns-1");
+            let manifest =
+                config(profile, None).manifest(DeploymentMode::Simulated, "my-agent", "ns-1");
             assert_eq!(manifest.spec.resources.cpu, cpu);
             assert_eq!(manifest.spec.resources.memory, memory);
         }
@@ -132,7 +128,7 @@ mod tests {
     #[test]
     fn noise_filter_table_resolves_to_the_contract_models() {
         let off = config(DEFAULT_PROFILE, None)
-            .manifest("my-agent", "ns")
+            .manifest(DeploymentMode::Simulated, "my-agent", "ns")
             .spec
             .noise_viva;
         assert_eq!(
@@ -145,7 +141,7 @@ mod tests {
         ] {
             let filter = noise_filter_named(name);
             let on = config(DEFAULT_PROFILE, filter)
-                .manifest("my-agent", "ns")
+                .manifest(DeploymentMode::Simulated, "my-agent", "ns")
                 .spec
                 .noise_viva;
             assert_eq!(
@@ -158,7 +154,7 @@ mod tests {
 
     #[test]
     fn manifest_serializes_with_the_contract_member_names() {
-        let manifest = config(DEFAULT_PROFILE, noise_filter_named("tel")).manifest_for(
+        let manifest = config(DEFAULT_PROFILE, noise_filter_named("tel")).manifest(
             DeploymentMode::Docker,
             "my-agent",
             "ns-9",
@@ -199,7 +195,7 @@ mod tests {
                     noise_filter: filter,
                     ..full()
                 };
-                let manifest = config.manifest("my-agent", "ns-1");
+                let manifest = config.manifest(DeploymentMode::Simulated, "my-agent", "ns-1");
                 assert_eq!(
                     AgentConfig::from_manifest(&manifest, None),
                     Some(config.clone())
@@ -211,7 +207,7 @@ mod tests {
             }
         }
         // Resources no profile has: no configuration builds it.
-        let mut manifest = full().manifest("my-agent", "ns-1");
+        let mut manifest = full().manifest(DeploymentMode::Simulated, "my-agent", "ns-1");
         manifest.spec.resources.cpu = "3".into();
         assert_eq!(AgentConfig::from_manifest(&manifest, None), None);
     }
@@ -223,19 +219,15 @@ mod tests {
             (DeploymentMode::Docker, "docker"),
             (DeploymentMode::Simulated, "simulated"),
         ] {
-            let manifest = full().manifest_for(mode, "my-agent", "ns-1");
+            let manifest = full().manifest(mode, "my-agent", "ns-1");
             assert_eq!(manifest.spec.deployment_mode, name);
         }
-        assert_eq!(
-            full().manifest("my-agent", "ns-1").spec.deployment_mode,
-            crate::config::deployment_mode().as_str()
-        );
     }
 
     #[test]
     fn a_stored_manifest_gives_back_its_configuration_whatever_mode_it_was_made_in() {
         for mode in ["keda", "ecs-fargate", "docker", "simulated"] {
-            let mut manifest = full().manifest("my-agent", "ns-1");
+            let mut manifest = full().manifest(DeploymentMode::Simulated, "my-agent", "ns-1");
             manifest.spec.deployment_mode = mode.into();
             assert_eq!(
                 AgentConfig::from_manifest(&manifest, None),

@@ -170,9 +170,15 @@ async fn a_set_in_use_is_not_deleted_and_the_answer_names_its_agents() {
     let body =
         json!({"serviceName": "support-bot", "image": "ghcr.io/acme/bot:1", "secretSet": "voice"});
     let changes = crate::agent::ConfigChanges::from_json(body).unwrap();
-    crate::agent::lifecycle::create(&store, &caller, changes, None)
-        .await
-        .unwrap();
+    crate::agent::lifecycle::create(
+        &store,
+        crate::manifest::DeploymentMode::Simulated,
+        &caller,
+        changes,
+        None,
+    )
+    .await
+    .unwrap();
     let refused = delete(&store, NS, "voice").await.unwrap_err();
     assert_eq!(refused.status(), http::StatusCode::CONFLICT);
     assert!(refused.to_string().contains("support-bot"), "{refused}");

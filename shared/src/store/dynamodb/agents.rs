@@ -18,8 +18,8 @@ use super::{
     DynamoStore, Item, Replacement, built, classify, item_as, item_of, key, mapping, put_new, s,
 };
 use crate::agent::{
-    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentPage, DeploymentRecord,
-    SetUse, WriteOutcome,
+    AgentPage, AgentRecord, AgentRef, AgentStore, Change, CreateOutcome, DeploymentPage,
+    DeploymentRecord, SetUse, WriteOutcome,
 };
 use crate::error::StoreError;
 use crate::idempotency::IdempotencyRecord;
@@ -251,6 +251,10 @@ impl AgentStore for DynamoStore {
         Ok(AgentPage { agents, more })
     }
 
+    async fn every_agent(&self) -> Result<Vec<AgentRef>, StoreError> {
+        self.scan_agents().await
+    }
+
     #[tracing::instrument(skip_all, fields(namespace = %next.owner.namespace, agent = %next.name, read_version))]
     async fn write_agent(
         &self,
@@ -453,7 +457,11 @@ mod tests {
     #[test]
     fn a_delete_takes_what_readers_reach_with_the_agent_and_the_rest_of_the_history_after() {
         let first = record();
-        let mut agent = first.deploy(first.config().clone(), "2026-11-24T00:00:00.000Z");
+        let mut agent = first.deploy(
+            first.config().clone(),
+            crate::manifest::DeploymentMode::Simulated,
+            "2026-11-24T00:00:00.000Z",
+        );
         agent.serving = Some(crate::agent::Serving {
             deployment_id: "serving".into(),
             status: crate::agent::DeploymentStatus::requested(),

@@ -396,7 +396,13 @@ mod tests {
         .unwrap()
         .into_new_agent()
         .unwrap();
-        AgentRecord::new(&owner(), &name, config, "2026-11-22T10:00:00.000Z")
+        AgentRecord::new(
+            &owner(),
+            &name,
+            config,
+            crate::manifest::DeploymentMode::Simulated,
+            "2026-11-22T10:00:00.000Z",
+        )
     }
 
     fn s(value: &str) -> AttributeValue {
@@ -408,7 +414,11 @@ mod tests {
         let mut agent = agent();
         agent.active.status.state = DeploymentState::Ready;
         agent.active.status.observed_at_nanos = Some(1_795_000_000_000_000_001);
-        let rolled = agent.deploy(agent.config().clone(), "2026-11-22T11:00:00.000Z");
+        let rolled = agent.deploy(
+            agent.config().clone(),
+            crate::manifest::DeploymentMode::Simulated,
+            "2026-11-22T11:00:00.000Z",
+        );
         let item: Item = serde_dynamo::to_item(AgentItem::from(&rolled)).unwrap();
         assert_eq!(item["pk"], s("NS#tiny-ferret-maroon-123"));
         assert_eq!(item["sk"], s("AGENT#my-agent"));

@@ -24,6 +24,7 @@ pub mod accounts;
 mod agent_transaction;
 pub mod agents;
 mod deployments;
+mod every_agent;
 pub mod first_slice;
 pub mod items;
 pub mod logs;

@@ -10,8 +10,8 @@ use crate::account::{
     Account, AccountStore, AddedKey, AddedPerson, KeyLabel, KeySummary, MAX_LIVE_KEYS, NewAccount,
 };
 use crate::agent::{
-    AgentPage, AgentRecord, AgentStore, Change, CreateOutcome, DeploymentPage, DeploymentRecord,
-    SetUse, WriteOutcome,
+    AgentPage, AgentRecord, AgentRef, AgentStore, Change, CreateOutcome, DeploymentPage,
+    DeploymentRecord, SetUse, WriteOutcome,
 };
 use crate::auth::{ApiKey, KeyHash, KeyKind, KeyRecord, KeyStore, PersonRecord, Principal};
 use crate::error::StoreError;
@@ -251,6 +251,17 @@ impl AgentStore for MemoryStore {
         agents.sort_by(|a, b| a.name.cmp(&b.name));
         let (agents, more) = crate::paging::split_page(agents, limit);
         Ok(AgentPage { agents, more })
+    }
+
+    async fn every_agent(&self) -> Result<Vec<AgentRef>, StoreError> {
+        Ok(lock(&self.agents)
+            .agents
+            .keys()
+            .map(|(namespace, name)| AgentRef {
+                namespace: namespace.clone(),
+                name: name.clone(),
+            })
+            .collect())
     }
 
     async fn write_agent(

@@ -1,8 +1,9 @@
 //! The agent port's promises.
 
-use super::{NOW, agent, record};
-use crate::agent::{AgentStore, Change, CreateOutcome, DeploymentState, WriteOutcome};
+use super::{NOW, agent, record, secret_set};
+use crate::agent::{AgentRef, AgentStore, Change, CreateOutcome, DeploymentState, WriteOutcome};
 use crate::idempotency::RETENTION_SECONDS;
+use crate::secrets::store::SecretStore;
 
 /// Create, read, list, write under a version, delete: the agent port's promises.
 pub async fn agents<S: AgentStore>(store: &S) {
@@ -54,7 +55,11 @@ pub async fn agents<S: AgentStore>(store: &S) {
 
     // Writes are made on the version read, of the agent read.
     let image_three = agent(ns, "bot", "ghcr.io/acme/agent:3.0").active.config;
-    let deployed = first.deploy(image_three, "2026-11-24T11:00:00.000Z");
+    let deployed = first.deploy(
+        image_three,
+        crate::manifest::DeploymentMode::Simulated,
+        "2026-11-24T11:00:00.000Z",
+    );
     assert_eq!(
         store
             .write_agent(
@@ -188,4 +193,58 @@ pub async fn agents<S: AgentStore>(store: &S) {
         "a version of the deleted agent is not the agent made again"
     );
     assert!(store.get_agent(ns, "keyed").await.unwrap().is_some());
+}
+
+/// Every agent of every namespace is listed by reference, once, and nothing else of the table:
+/// not a deployment, a key's record, a set or an account.
+pub async fn every_agent<S: AgentStore + SecretStore>(store: &S) {
+    assert_eq!(store.every_agent().await.unwrap(), []);
+    let mut made = Vec::new();
+    for (namespace, name) in [("ns-a", "voice"), ("ns-a", "video"), ("ns-b", "voice")] {
+        let made_agent = agent(namespace, name, "ghcr.io/acme/agent:1.0");
+        let key = record(&format!("{namespace}{name}"), name, NOW);
+        assert_eq!(
+            store.create_agent(&made_agent, Some(&key)).await.unwrap(),
+            CreateOutcome::Created
+        );
+        made.push(made_agent);
+    }
+    let deployed = made[0].deploy(
+        made[0].config().clone(),
+        crate::manifest::DeploymentMode::Simulated,
+        "2026-11-24T11:00:00.000Z",
+    );
+    let change = Change::NewDeployment {
+        replaced: made[0].config(),
+    };
+    store.write_agent(1, &deployed, change, None).await.unwrap();
+    store
+        .write_set(None, &secret_set("ns-a", "voice-env", 1))
+        .await
+        .unwrap();
+    let listed = |agents: Vec<AgentRef>| {
+        let mut agents: Vec<(String, String)> = agents
+            .into_iter()
+            .map(|agent| (agent.namespace, agent.name))
+            .collect();
+        agents.sort();
+        agents
+    };
+    let pair = |namespace: &str, name: &str| (namespace.to_owned(), name.to_owned());
+    assert_eq!(
+        listed(store.every_agent().await.unwrap()),
+        [
+            pair("ns-a", "video"),
+            pair("ns-a", "voice"),
+            pair("ns-b", "voice")
+        ]
+    );
+    assert_eq!(
+        store.delete_agent(&made[1]).await.unwrap(),
+        WriteOutcome::Written
+    );
+    assert_eq!(
+        listed(store.every_agent().await.unwrap()),
+        [pair("ns-a", "voice"), pair("ns-b", "voice")]
+    );
 }

@@ -8,7 +8,11 @@ async fn deploy<S: AgentStore>(store: &S, agent: &AgentRecord, image: &str) -> A
     let config = super::agent(&agent.owner.namespace, &agent.name, image)
         .active
         .config;
-    let next = agent.deploy(config, "2026-11-24T11:00:00.000Z");
+    let next = agent.deploy(
+        config,
+        crate::manifest::DeploymentMode::Simulated,
+        "2026-11-24T11:00:00.000Z",
+    );
     let change = Change::NewDeployment {
         replaced: agent.config(),
     };

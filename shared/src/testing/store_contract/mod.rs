@@ -14,7 +14,7 @@ mod session_reads;
 mod sessions;
 
 pub use accounts::accounts;
-pub use agents::agents;
+pub use agents::{agents, every_agent};
 pub use deployments::deployment_history;
 pub use keys::key_limit;
 pub use named_sets::agents_naming_sets;
@@ -37,11 +37,24 @@ pub(super) fn owner(namespace: &str) -> Principal {
 }
 
 pub(super) fn agent(namespace: &str, name: &str, image: &str) -> AgentRecord {
-    let body = serde_json::json!({"serviceName": name, "image": image});
+    agent_of(
+        namespace,
+        serde_json::json!({"serviceName": name, "image": image}),
+    )
+}
+
+/// The new agent a create's `body` makes in `namespace`.
+pub(super) fn agent_of(namespace: &str, body: serde_json::Value) -> AgentRecord {
     let (name, config) = ConfigChanges::from_json(body)
         .and_then(ConfigChanges::into_new_agent)
         .expect("a valid agent");
-    AgentRecord::new(&owner(namespace), &name, config, "2026-11-24T10:00:00.000Z")
+    AgentRecord::new(
+        &owner(namespace),
+        &name,
+        config,
+        crate::manifest::DeploymentMode::Simulated,
+        "2026-11-24T10:00:00.000Z",
+    )
 }
 
 pub(super) fn record(key: &str, agent: &str, written_at: i64) -> IdempotencyRecord {

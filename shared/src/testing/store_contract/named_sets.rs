@@ -1,9 +1,8 @@
 //! Agents naming secret sets: the agent and secret set ports together.
 
-use super::{owner, secret_set};
+use super::{agent_of, secret_set};
 use crate::agent::{
-    AgentRecord, AgentStore, Change, ConfigChanges, CreateOutcome, DeploymentState, SetMember,
-    WriteOutcome,
+    AgentRecord, AgentStore, Change, CreateOutcome, DeploymentState, SetMember, WriteOutcome,
 };
 use crate::secrets::SetType;
 use crate::secrets::store::{SecretSetRecord, SecretStore};
@@ -14,10 +13,7 @@ fn agent_naming(namespace: &str, name: &str, secret_set: &str, pull: Option<&str
     if let Some(pull) = pull {
         body["imagePullSecretSet"] = pull.into();
     }
-    let (name, config) = ConfigChanges::from_json(body)
-        .and_then(ConfigChanges::into_new_agent)
-        .expect("a valid agent");
-    AgentRecord::new(&owner(namespace), &name, config, "2026-11-24T10:00:00.000Z")
+    agent_of(namespace, body)
 }
 
 /// The agents a set has as users, as stored.
@@ -114,6 +110,7 @@ pub async fn agents_naming_sets<S: AgentStore + SecretStore>(store: &S) {
     // An update naming a missing set changes nothing; one naming another set moves the agent.
     let missing = bot.deploy(
         agent_naming(ns, "bot", "gone", Some("pull")).active.config,
+        crate::manifest::DeploymentMode::Simulated,
         "2026-11-24T11:00:00.000Z",
     );
     let change = Change::NewDeployment {
@@ -129,6 +126,7 @@ pub async fn agents_naming_sets<S: AgentStore + SecretStore>(store: &S) {
     assert_eq!(store.get_agent(ns, "bot").await.unwrap(), Some(bot.clone()));
     let moved = bot.deploy(
         agent_naming(ns, "bot", "env-2", Some("pull")).active.config,
+        crate::manifest::DeploymentMode::Simulated,
         "2026-11-24T11:00:00.000Z",
     );
     assert_eq!(
@@ -149,7 +147,11 @@ pub async fn agents_naming_sets<S: AgentStore + SecretStore>(store: &S) {
     // Unused now, the set is deleted, and then cannot be named.
     let env = store.get_set(ns, "env").await.unwrap().unwrap();
     assert_eq!(store.delete_set(&env).await.unwrap(), SetWrite::Written);
-    let back = moved.deploy(bot.config().clone(), "2026-11-24T12:00:00.000Z");
+    let back = moved.deploy(
+        bot.config().clone(),
+        crate::manifest::DeploymentMode::Simulated,
+        "2026-11-24T12:00:00.000Z",
+    );
     let change = Change::NewDeployment {
         replaced: moved.config(),
     };

@@ -113,7 +113,11 @@ pub async fn sessions<S: AgentStore + SessionStore>(store: &S) {
     );
 
     // The agent's own write, of a record read before the starts, keeps the count.
-    let deployed = ready.deploy(ready.config().clone(), "2026-11-25T11:00:00.000Z");
+    let deployed = ready.deploy(
+        ready.config().clone(),
+        crate::manifest::DeploymentMode::Simulated,
+        "2026-11-25T11:00:00.000Z",
+    );
     assert_eq!(
         store
             .write_agent(
