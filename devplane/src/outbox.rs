@@ -55,10 +55,10 @@ impl Message {
     pub fn bus_event(&self) -> Option<Value> {
         match self {
             Message::Deployment(report) => {
-                Some(bus_event(shared::agent::status::DETAIL_TYPE, report))
+                Some(bus_event(shared::stream_events::DEPLOYMENT_STATUS, report))
             }
             Message::Session(report) => {
-                Some(bus_event(shared::session::report::DETAIL_TYPE, report))
+                Some(bus_event(shared::stream_events::SESSION_STATUS, report))
             }
             Message::Lines(_) | Message::Batch(_) => None,
         }

@@ -316,8 +316,8 @@ mod tests {
         );
         for rule in &rules {
             for kind in [
-                shared::agent::status::DETAIL_TYPE,
-                shared::session::report::DETAIL_TYPE,
+                shared::stream_events::DEPLOYMENT_STATUS,
+                shared::stream_events::SESSION_STATUS,
             ] {
                 let report = json!({"source": "agent-hosting.data-plane", "detail-type": kind});
                 let own = rule

@@ -35,6 +35,12 @@ pub const FILTERS: [&str; 4] = [
     r#"{"eventName":["MODIFY"],"dynamodb":{"NewImage":{"kind":{"S":["session"]},"stopRequestedAt":{"S":[{"exists":true}]}},"OldImage":{"stopRequestedAt":{"S":[{"exists":false}]}}}}"#,
 ];
 
+/// The detail-types of the data plane's reports onto the same bus, the other way (contract
+/// section 7): read by the status functions, sent by every data plane.
+pub const DEPLOYMENT_STATUS: &str = "Deployment Status";
+pub const SESSION_STATUS: &str = "Session Status";
+
+/// The detail-types of the control plane's events (the table above).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DetailType {
     DeploymentRequested,

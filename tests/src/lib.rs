@@ -510,7 +510,7 @@ pub async fn session_report(
     detail: serde_json::Value,
 ) -> shared::session::report::SessionReportOutcome {
     let mut event = status_event(detail);
-    event.detail_type = shared::session::report::DETAIL_TYPE.to_owned();
+    event.detail_type = shared::stream_events::SESSION_STATUS.to_owned();
     let kept = shared::session::lifecycle::SessionRetention::days(30);
     session_status::handle(&store.store, &store.store, kept, event)
         .await

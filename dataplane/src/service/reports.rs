@@ -78,7 +78,7 @@ where
 
 impl Reports for AwsReports {
     async fn deployment(&self, report: StatusReport) {
-        let detail_type = shared::agent::status::DETAIL_TYPE;
+        let detail_type = shared::stream_events::DEPLOYMENT_STATUS;
         let sent = attempted("deployment report", || {
             let report = StatusReport {
                 observed_at: OffsetDateTime::now_utc(),
@@ -97,7 +97,7 @@ impl Reports for AwsReports {
     }
 
     async fn session(&self, report: SessionStatus) {
-        let detail_type = shared::session::report::DETAIL_TYPE;
+        let detail_type = shared::stream_events::SESSION_STATUS;
         let sent = attempted("session report", || {
             let report = SessionStatus {
                 observed_at: OffsetDateTime::now_utc(),

@@ -10,8 +10,8 @@
 
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use shared::StoreError;
-use shared::agent::status::DETAIL_TYPE;
 use shared::agent::{AgentStore, ReportOutcome, StatusReport, lifecycle};
+use shared::stream_events::DEPLOYMENT_STATUS;
 use shared::validation::echoed;
 
 /// Why an event could not be applied at all.
@@ -30,7 +30,7 @@ pub async fn handle<A: AgentStore>(
     agents: &A,
     event: EventBridgeEvent<serde_json::Value>,
 ) -> Result<ReportOutcome, StatusError> {
-    if event.detail_type != DETAIL_TYPE {
+    if event.detail_type != DEPLOYMENT_STATUS {
         return Err(StatusError::NotAReport(event.detail_type));
     }
     let report: StatusReport =

@@ -14,7 +14,8 @@ use shared::StoreError;
 use shared::agent::AgentStore;
 use shared::session::SessionStore;
 use shared::session::lifecycle::{self, SessionRetention};
-use shared::session::report::{DETAIL_TYPE, SessionReport, SessionReportOutcome};
+use shared::session::report::{SessionReport, SessionReportOutcome};
+use shared::stream_events::SESSION_STATUS;
 use shared::validation::echoed;
 
 /// Why an event could not be applied at all.
@@ -35,7 +36,7 @@ pub async fn handle<A: AgentStore, S: SessionStore>(
     retention: SessionRetention,
     event: EventBridgeEvent<serde_json::Value>,
 ) -> Result<SessionReportOutcome, StatusError> {
-    if event.detail_type != DETAIL_TYPE {
+    if event.detail_type != SESSION_STATUS {
         return Err(StatusError::NotAReport(event.detail_type));
     }
     let report: SessionReport =

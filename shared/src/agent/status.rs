@@ -11,9 +11,6 @@ use super::record::{AgentRecord, DeploymentError, DeploymentState, DeploymentSta
 use crate::timestamp::rfc3339_millis;
 use crate::validation::{OutOfBounds, keys_out_of_bounds};
 
-/// The EventBridge detail-type of a report.
-pub const DETAIL_TYPE: &str = "Deployment Status";
-
 /// The window a report's `observedAt` must lie in (contract section 7): not before 2000, and at
 /// most 5 minutes ahead of the status function's clock. A report outside it (Go's zero time
 /// from a data plane that forgot the field, a clock years off) is refused: applied, it would

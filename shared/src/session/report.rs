@@ -13,9 +13,6 @@ use crate::agent::status::{is_newer, observed_nanos};
 use crate::timestamp::rfc3339_millis;
 use crate::validation::{OutOfBounds, keys_out_of_bounds};
 
-/// The EventBridge detail-type of a report.
-pub const DETAIL_TYPE: &str = "Session Status";
-
 /// The longest `completionStatus` kept, in characters, and the longest connection detail, in
 /// bytes: the session item keeps them, and a detail past that is no address or token.
 pub const MAX_COMPLETION_STATUS_CHARS: usize = 64;
