@@ -120,11 +120,7 @@ pub fn start_wait_of(variable: Option<String>) -> Result<std::time::Duration, Co
 /// The days `LOG_RETENTION_DAYS` gives: a whole number from 1 to 3650 (ten years; CloudWatch
 /// Logs' longest retention but one is 3653).
 pub fn log_retention_days_of(value: &str) -> Option<u32> {
-    value
-        .trim()
-        .parse()
-        .ok()
-        .filter(|days| (1..=3650).contains(days))
+    value.parse().ok().filter(|days| (1..=3650).contains(days))
 }
 
 pub fn required(name: &'static str) -> Result<String, MissingVariable> {

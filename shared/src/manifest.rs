@@ -58,7 +58,7 @@ impl DeploymentMode {
 /// A setting that names no [`DeploymentMode`]: the function stops at init, instead of naming it
 /// in manifests.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the deployment mode must be ecs-fargate, docker or simulated, not {0:?}")]
+#[error("DEPLOYMENT_MODE must be ecs-fargate, docker or simulated, not {0:?}")]
 pub struct UnknownDeploymentMode(pub String);
 
 /// `{minReplicas, maxReplicas}`: the response form of the auto-scaling object.

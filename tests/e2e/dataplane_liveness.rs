@@ -70,8 +70,7 @@ async fn an_agent_that_claims_a_session_from_its_own_holder_is_refused_and_its_r
     let (caller, key) = stack.account("claimer").await;
     let body = json!({"serviceName": "claimer", "image": example_image(),
                       "autoScaling": {"minAgents": 1, "maxAgents": 1}});
-    let replica = ready_replica(&stack, &key, &caller.namespace, &body).await;
-    let agent = &replica;
+    let agent = &ready_replica(&stack, &key, &caller.namespace, &body).await;
     for bearer in ["", "forged-token"] {
         let status = docker(&["exec", agent, "python3", "-c", CLAIM, bearer]);
         assert_eq!(status.trim(), "401", "a claim with bearer {bearer:?}");
@@ -99,8 +98,7 @@ async fn a_frozen_idle_replica_is_never_handed_a_session_a_live_one_runs_it() {
     let (caller, key) = stack.account("frozen-idle").await;
     let body = json!({"serviceName": "sleeper", "image": example_image(),
                       "autoScaling": {"minAgents": 1, "maxAgents": 2}});
-    let replica = ready_replica(&stack, &key, &caller.namespace, &body).await;
-    let frozen = replica;
+    let frozen = ready_replica(&stack, &key, &caller.namespace, &body).await;
     let _frozen = Frozen::new(&frozen);
 
     let started = start(&stack, &key, "sleeper", json!({"durationSeconds": 2})).await;

@@ -235,6 +235,25 @@ pub async fn replicas_holding<H: Harness>(
     tokio::time::timeout(WAIT, look).await.unwrap_or_default()
 }
 
+/// The replica of `deployment` holding `session`: the one of its running replicas (a reserve
+/// started beside it among them) that was handed it.
+pub async fn holding<H: Harness>(
+    harness: &H,
+    running: &Running<H>,
+    deployment: &str,
+    session: &str,
+) -> ReplicaId {
+    let ids: Vec<ReplicaId> = running
+        .replicas(deployment)
+        .await
+        .into_iter()
+        .map(|view| view.id)
+        .collect();
+    let mut holding = replicas_holding(harness, &ids, session).await;
+    assert_eq!(holding.len(), 1, "one replica holds {session}: {holding:?}");
+    holding.remove(0)
+}
+
 /// The sessions the replica was handed, once it was handed one; empty after [`WAIT`].
 pub async fn handed_to<H: Harness>(harness: &H, id: &ReplicaId) -> Vec<String> {
     let look = async {

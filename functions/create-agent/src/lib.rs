@@ -77,8 +77,13 @@ mod tests {
         }
     }
 
+    /// The handler's answer, on the in-memory store, in the mode an unset variable gives.
+    async fn answer(store: &MemoryStore, request: Request) -> Response<Body> {
+        handle(store, store, DeploymentMode::Simulated, request).await
+    }
+
     async fn call(store: &MemoryStore, request: Request) -> (StatusCode, Value) {
-        let response = handle(store, store, DeploymentMode::Simulated, request).await;
+        let response = answer(store, request).await;
         let status = response.status();
         assert_eq!(response.headers()["content-type"], "application/json");
         (
@@ -108,13 +113,7 @@ mod tests {
     #[tokio::test]
     async fn a_created_agent_comes_with_its_etag() {
         let store = MemoryStore::default();
-        let response = handle(
-            &store,
-            &store,
-            DeploymentMode::Simulated,
-            event("create-agent.json"),
-        )
-        .await;
+        let response = answer(&store, event("create-agent.json")).await;
         assert_eq!(response.status(), StatusCode::CREATED);
         let stored = store.agent("tiny-ferret-maroon-123", "my-agent").unwrap();
         assert_eq!(response.headers()["etag"], stored.etag().as_str());
@@ -190,13 +189,7 @@ mod tests {
     #[tokio::test]
     async fn no_key_event_is_401_with_the_challenge() {
         let store = MemoryStore::default();
-        let response = handle(
-            &store,
-            &store,
-            DeploymentMode::Simulated,
-            event("create-agent-no-key.json"),
-        )
-        .await;
+        let response = answer(&store, event("create-agent-no-key.json")).await;
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(response.headers()["www-authenticate"], "Bearer");
         let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
@@ -229,13 +222,7 @@ mod tests {
     #[tokio::test]
     async fn a_retry_with_the_same_key_and_body_replays_the_first_answer() {
         let store = MemoryStore::default();
-        let first = handle(
-            &store,
-            &store,
-            DeploymentMode::Simulated,
-            event("create-agent-idempotent.json"),
-        )
-        .await;
+        let first = answer(&store, event("create-agent-idempotent.json")).await;
         assert_eq!(first.status(), StatusCode::CREATED);
         assert!(first.headers().get(idempotency::REPLAYED_HEADER).is_none());
 
@@ -244,7 +231,7 @@ mod tests {
             event("create-agent-idempotent.json"),
             json!({"image": "ghcr.io/acme/agent:1.0", "serviceName": "retry-bot"}),
         );
-        let replay = handle(&store, &store, DeploymentMode::Simulated, again).await;
+        let replay = answer(&store, again).await;
         assert_eq!(replay.status(), StatusCode::CREATED);
         assert_eq!(replay.headers()[idempotency::REPLAYED_HEADER], "true");
         assert_eq!(
@@ -313,13 +300,7 @@ mod tests {
     #[tokio::test]
     async fn another_method_is_405_with_allow() {
         let store = MemoryStore::default();
-        let response = handle(
-            &store,
-            &store,
-            DeploymentMode::Simulated,
-            event("create-agent-wrong-method.json"),
-        )
-        .await;
+        let response = answer(&store, event("create-agent-wrong-method.json")).await;
         assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(response.headers()["allow"], "GET, POST, PUT");
         let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();

@@ -6,7 +6,7 @@
 use serde_json::json;
 use shared::session::completion;
 
-use super::{Harness, Running, WAIT, agent, replicas_holding};
+use super::{Harness, Running, WAIT, agent, holding};
 use crate::replica::ReplicaStatus;
 
 /// An idle ready replica is paused, then a session is requested: it is never handed the
@@ -61,16 +61,8 @@ pub async fn a_replica_that_stops_answering_mid_session_ends_it_agent_error<H: H
     let session = running
         .started_session(&agent, &deployment, json!({"durationSeconds": 600}))
         .await;
-    // The session's replica, and the reserve replica started beside it if it is up already.
-    let ids: Vec<_> = running
-        .replicas(&deployment)
-        .await
-        .into_iter()
-        .map(|view| view.id)
-        .collect();
-    let holding = replicas_holding(harness, &ids, &session).await;
-    assert_eq!(holding.len(), 1, "{holding:?}");
-    harness.freeze(&holding[0]).await;
+    let held = holding(harness, &running, &deployment, &session).await;
+    harness.freeze(&held).await;
     let ended = running.ended(&session).await;
     assert_eq!(
         ended.completion_status,

@@ -9,7 +9,7 @@ use serde_json::json;
 use shared::agent::DeploymentState;
 
 use super::watched::Asked;
-use super::{Harness, Running, WAIT, agent, replicas_holding};
+use super::{Harness, Running, WAIT, agent, holding, replicas_holding};
 use crate::replica::{ReplicaId, ReplicaView};
 
 /// After a restart, an idle replica of a deployment still wanted is counted in the reserve
@@ -144,24 +144,6 @@ pub async fn a_session_requested_again_after_a_restart_claims_nothing_new<H: Har
         .await;
     ends_once(&running, &held, &session).await;
     running.finish().await;
-}
-
-/// The replica of `deployment` holding `session`.
-async fn holding<H: Harness>(
-    harness: &H,
-    running: &Running<H>,
-    deployment: &str,
-    session: &str,
-) -> ReplicaId {
-    let ids: Vec<ReplicaId> = running
-        .replicas(deployment)
-        .await
-        .into_iter()
-        .map(|view| view.id)
-        .collect();
-    let mut holding = replicas_holding(harness, &ids, session).await;
-    assert_eq!(holding.len(), 1, "one replica holds {session}: {holding:?}");
-    holding.remove(0)
 }
 
 /// Waits (up to [`WAIT`]) for the replica's holder to say its session ended.

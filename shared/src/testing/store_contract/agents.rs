@@ -222,21 +222,20 @@ pub async fn every_agent<S: AgentStore + SecretStore>(store: &S) {
         .write_set(None, &secret_set("ns-a", "voice-env", 1))
         .await
         .unwrap();
-    let listed = |agents: Vec<AgentRef>| {
-        let mut agents: Vec<(String, String)> = agents
-            .into_iter()
-            .map(|agent| (agent.namespace, agent.name))
-            .collect();
+    let listed = |mut agents: Vec<AgentRef>| {
         agents.sort();
         agents
     };
-    let pair = |namespace: &str, name: &str| (namespace.to_owned(), name.to_owned());
+    let reference = |namespace: &str, name: &str| AgentRef {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    };
     assert_eq!(
         listed(store.every_agent().await.unwrap()),
         [
-            pair("ns-a", "video"),
-            pair("ns-a", "voice"),
-            pair("ns-b", "voice")
+            reference("ns-a", "video"),
+            reference("ns-a", "voice"),
+            reference("ns-b", "voice")
         ]
     );
     assert_eq!(
@@ -245,6 +244,6 @@ pub async fn every_agent<S: AgentStore + SecretStore>(store: &S) {
     );
     assert_eq!(
         listed(store.every_agent().await.unwrap()),
-        [pair("ns-a", "voice"), pair("ns-b", "voice")]
+        [reference("ns-a", "voice"), reference("ns-b", "voice")]
     );
 }
